@@ -1,0 +1,193 @@
+"""Kill the daemon at random moments, many times, and check that nothing is lost or doubled.
+
+    python scripts/torture.py --messages 200 --channels 5 --kills 40
+
+N messages across several channels are dropped into a fresh home. A real `smarthole run`
+subprocess is started, killed with SIGKILL at a random moment, and restarted, again and again;
+then a last daemon runs until every message is answered. The fake model answers every message
+with a non-idempotent tool call first, so a tool that ran twice would show in the tool log.
+
+Checks (and prints): every message has exactly one final reply, no claimed file is left, no
+completed tool call ran twice, every stored conversation is valid Messages API history.
+Exit status 0 when all hold. `tests/test_torture.py` runs a small version of this in the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from smarthole.config import Home, dumps_toml
+from smarthole.inbox import drop_message
+from smarthole.testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
+
+TEST_PLUGINS = Path(__file__).resolve().parent.parent / "tests" / "plugins"
+
+
+@dataclass
+class Result:
+    messages: int
+    kills: int
+    seconds: float
+    lost: int
+    duplicates: int
+    tools_run_twice: int
+    left_claimed: int
+    invalid_histories: int
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.lost
+            or self.duplicates
+            or self.tools_run_twice
+            or self.left_claimed
+            or self.invalid_histories
+        )
+
+
+def model(request: RecordedRequest) -> Reply:
+    """Every message: one `record` tool call (not idempotent), then a text reply."""
+    if not request.tools:
+        return text("Title")
+    if request.tool_results:
+        return text(f"done: {request.tool_results[0]['content']}")
+    return tool_use("record", {"value": request.last_user_text.split()[-1]})
+
+
+def torture(
+    messages: int,
+    channels: int,
+    kills: int,
+    seed: int,
+    root: Path,
+    max_gap: float = 0.6,
+    quiet: bool = False,
+) -> Result:
+    rng = random.Random(seed)
+    home = Home(root / "home")
+    home.ensure()
+    home.config_file.write_text(
+        dumps_toml(
+            {
+                "inbox": {"rescan_seconds": 0.2},
+                "retry": {"base_delay_seconds": 0.05, "max_delay_seconds": 1.0, "max_attempts": 50},
+                "daemon": {"shutdown_grace_seconds": 1.0},
+                "titles": {"enabled": False},
+                "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+            }
+        )
+    )
+    ids = [f"t{n:04d}" for n in range(messages)]
+    for n, message_id in enumerate(ids):
+        drop_message(
+            home.inbox,
+            f"please record {message_id}",
+            message_id=message_id,
+            channel=f"c{n % channels}",
+        )
+    started = time.monotonic()
+    with FakeMessagesAPI() as fake:
+        fake.default = model
+        env = {**os.environ, "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake.url}
+        command = [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)]
+        for kill in range(kills):
+            process = subprocess.Popen(
+                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            time.sleep(rng.uniform(0.05, max_gap))
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            if not quiet:
+                print(f"kill {kill + 1}/{kills}: {answered(home)}/{messages} answered", flush=True)
+        final = subprocess.run(
+            [*command, "--once"], env=env, capture_output=True, text=True, timeout=600
+        )
+        if final.returncode != 0:
+            raise SystemExit(f"the last daemon failed:\n{final.stderr}")
+    return check(home, ids, kills, time.monotonic() - started)
+
+
+def answered(home: Home) -> int:
+    return len(list(home.outbox.glob("*.md")))
+
+
+def check(home: Home, ids: list[str], kills: int, seconds: float) -> Result:
+    replies = Counter()
+    for path in home.outbox.glob("*.md"):
+        fields = tomllib.loads(path.read_text().split("+++\n")[1])
+        if fields["kind"] in ("response", "error"):
+            replies[fields["in_reply_to"]] += 1
+    runs = (
+        Counter((home.root / "tool-runs.log").read_text().splitlines())
+        if (home.root / "tool-runs.log").exists()
+        else Counter()
+    )
+    return Result(
+        messages=len(ids),
+        kills=kills,
+        seconds=round(seconds, 1),
+        lost=sum(1 for i in ids if replies[i] == 0),
+        duplicates=sum(1 for i in ids if replies[i] > 1),
+        tools_run_twice=sum(1 for count in runs.values() if count > 1),
+        left_claimed=len(list(home.claimed.iterdir())),
+        invalid_histories=invalid_histories(home),
+    )
+
+
+def invalid_histories(home: Home) -> int:
+    """Conversations whose stored messages break the Messages API's history rules."""
+    db = sqlite3.connect(home.database)
+    rows = db.execute(
+        "SELECT conversation_id, kind, content FROM messages WHERE kind IN "
+        "('user', 'assistant', 'tool_result') ORDER BY conversation_id, turn, id"
+    )
+    conversations: dict[str, list[tuple[str, list]]] = {}
+    for conversation, kind, content in rows:
+        blocks = json.loads(content)
+        messages = conversations.setdefault(conversation, [])
+        role = "assistant" if kind == "assistant" else "user"
+        if messages and kind == "tool_result" and messages[-1][0] == "user":
+            messages[-1][1].extend(blocks)
+        else:
+            messages.append((role, blocks))
+    bad = 0
+    for messages in conversations.values():
+        ok = messages[0][0] == "user"
+        for (role_a, a), (role_b, b) in itertools.pairwise(messages):
+            uses = [x["id"] for x in a if x["type"] == "tool_use"]
+            results = [x["tool_use_id"] for x in b if x["type"] == "tool_result"]
+            ok = ok and role_a != role_b and (not uses or uses == results)
+        bad += not ok
+    return bad
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=200)
+    parser.add_argument("--channels", type=int, default=5)
+    parser.add_argument("--kills", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="smarthole-torture-") as folder:
+        result = torture(args.messages, args.channels, args.kills, args.seed, Path(folder))
+    print(json.dumps(result.__dict__, indent=2))
+    print("OK" if result.ok else "FAILED")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""The agent: Messages API calls and the tool loop of one turn.
+
+This is the only module that imports ``anthropic`` (and its HTTP library), lazily, so the CLI
+starts fast. The loop is resumable by construction: every iteration reads where the turn stands
+from the store (through a :class:`TurnSession`) and does the next step, so a turn interrupted
+by a crash continues exactly where its last committed message left it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from .config import ModelSettings
+    from .store import StoredMessage
+    from .tools import Tool, ToolContext, ToolRegistry, ToolResult
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+IN_DOUBT = (
+    "Error: the daemon stopped while this tool was running, so its outcome is unknown. It was "
+    "not run again because it is not idempotent. Check its effect before trying again."
+)
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    usage: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b["text"] for b in self.content if b.get("type") == "text").strip()
+
+
+class ModelClient:
+    """A thin, typed wrapper over ``anthropic.Anthropic`` that raises only ``ModelError``."""
+
+    def __init__(
+        self, settings: ModelSettings, *, api_key: str, base_url: str | None = None
+    ) -> None:
+        import anthropic
+
+        self.settings = settings
+        self._client = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url or None,
+            max_retries=settings.sdk_max_retries,
+            timeout=settings.timeout_seconds,
+        )
+
+    @classmethod
+    def from_environment(
+        cls, settings: ModelSettings, env: Mapping[str, str] | None = None
+    ) -> ModelClient:
+        """Key from ``ANTHROPIC_API_KEY``; base URL from config, else ``ANTHROPIC_BASE_URL``."""
+        env = os.environ if env is None else env
+        api_key = env.get(API_KEY_ENV, "").strip()
+        if not api_key:
+            raise ConfigError(
+                f"{API_KEY_ENV} is not set: set it to your Anthropic API key "
+                "(or try `smarthole demo`, which needs none)"
+            )
+        return cls(
+            settings, api_key=api_key, base_url=settings.base_url or env.get(BASE_URL_ENV) or None
+        )
+
+    def complete(
+        self,
+        *,
+        system: list[dict[str, Any]] | str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+        max_tokens: int | None = None,
+    ) -> ModelReply:
+        """One streamed Messages API call; a stream cut short is an error, not a reply."""
+        import anthropic
+        import httpx2
+
+        params: dict[str, Any] = {
+            "model": model or self.settings.name,
+            "max_tokens": max_tokens or self.settings.max_tokens,
+            "system": system,
+            "messages": messages,
+        }
+        if tools:
+            params["tools"] = tools
+        started = time.monotonic()
+        try:
+            with self._client.messages.stream(**params) as stream:
+                final = stream.get_final_message()
+        except anthropic.APIError as exc:
+            raise _model_error(exc) from exc
+        except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
+            raise ModelError(
+                f"the model's reply stream broke off: {exc or type(exc).__name__}",
+                retryable=True,
+                kind="stream",
+            ) from exc
+        if final.stop_reason is None:
+            raise ModelError(
+                "the model's reply stream ended before it was complete",
+                retryable=True,
+                kind="stream",
+            )
+        usage = final.usage.model_dump(exclude_none=True) if final.usage else {}
+        logger.debug(
+            "model %s answered in %.2fs (%s, %s)",
+            params["model"],
+            time.monotonic() - started,
+            final.stop_reason,
+            usage,
+        )
+        content = [block.model_dump(exclude_none=True, mode="json") for block in final.content]
+        return ModelReply(content=content, stop_reason=final.stop_reason, usage=usage)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _model_error(exc: Exception) -> ModelError:
+    """Classify an SDK exception: can a later attempt succeed, and when?"""
+    import anthropic
+
+    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+        return ModelError(f"could not reach the model: {exc}", retryable=True, kind="connection")
+    if not isinstance(exc, anthropic.APIStatusError):
+        return ModelError(f"model call failed: {exc}", retryable=False)
+    status = exc.status_code
+    message = exc.api_message or str(exc)
+    retry_after = _retry_after(exc.response.headers)
+    code = exc.error_code or ""
+    if status == 200:  # an error event inside the stream, e.g. overloaded_error
+        return ModelError(
+            f"the model stream reported {exc.type}: {message}",
+            retryable=True,
+            kind=str(exc.type or "stream"),
+        )
+    if status == 400 and message.lower().startswith("prompt is too long"):
+        return ModelError(message, retryable=False, status=status, kind="prompt_too_long")
+    if "spend_limit" in code or status == 402:
+        return ModelError(
+            f"spend limit reached: {message}", retryable=False, status=status, kind="spend_limit"
+        )
+    if status in (408, 409, 429) or status >= 500:
+        kind = "rate_limit" if status == 429 else "overloaded" if status == 529 else "server"
+        return ModelError(
+            f"HTTP {status}: {message}",
+            retryable=True,
+            retry_after=retry_after,
+            status=status,
+            kind=kind,
+        )
+    kind = {401: "auth", 403: "auth"}.get(status, "invalid_request")
+    return ModelError(f"HTTP {status}: {message}", retryable=False, status=status, kind=kind)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+# -- the turn loop -----------------------------------------------------------------------------
+
+
+class TurnSession(Protocol):
+    """What the loop needs from the processor: the store's view of one turn."""
+
+    def system(self) -> list[dict[str, Any]]: ...
+
+    def history(self) -> list[dict[str, Any]]: ...
+
+    def turn_messages(self) -> list[StoredMessage]: ...
+
+    def started_tools(self) -> dict[str, int]: ...
+
+    def record_assistant(self, reply: ModelReply) -> None: ...
+
+    def record_tool_start(self, block: dict[str, Any]) -> None: ...
+
+    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None: ...
+
+    def tool_context(self, block: dict[str, Any]) -> ToolContext: ...
+
+    def check_stop(self) -> None: ...
+
+    def trim_history(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    text: str
+    note: str | None = None
+
+
+class Agent:
+    """Runs turns: model call, tools, model call... until a reply without tool calls."""
+
+    def __init__(
+        self,
+        client: ModelClient,
+        tools: ToolRegistry,
+        *,
+        max_tool_iterations: int,
+        model: str | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.client = client
+        self.tools = tools
+        self.max_tool_iterations = max_tool_iterations
+        self.model = model
+        self.max_tokens = max_tokens
+
+    def run(self, session: TurnSession) -> TurnOutcome:
+        trimmed = False
+        while True:
+            session.check_stop()
+            messages = session.turn_messages()
+            last = messages[-1]
+            if last.kind == "assistant":
+                missing = _unanswered(last, messages)
+                if missing:
+                    for block in missing:
+                        session.check_stop()
+                        self._run_tool(session, block)
+                    continue
+                if not last.tool_uses:
+                    return TurnOutcome(text=last.text.strip())
+            rounds = sum(1 for m in messages if m.kind == "assistant" and m.tool_uses)
+            if rounds >= self.max_tool_iterations:
+                return self._capped(messages)
+            try:
+                reply = self.client.complete(
+                    system=session.system(),
+                    messages=session.history(),
+                    tools=self.tools.specs(),
+                    model=self.model,
+                    max_tokens=self.max_tokens,
+                )
+            except ModelError as exc:
+                if exc.prompt_too_long and not trimmed and session.trim_history():
+                    logger.warning("prompt too long; retrying once with older history trimmed")
+                    trimmed = True
+                    continue
+                raise
+            session.record_assistant(_complete_blocks(reply))
+
+    def _run_tool(self, session: TurnSession, block: dict[str, Any]) -> None:
+        from .tools import ToolResult
+
+        tool: Tool | None = self.tools.get(block["name"])
+        if tool is None:
+            session.record_tool_result(
+                block, ToolResult(f"Error: unknown tool {block['name']!r}", is_error=True)
+            )
+            return
+        if block["id"] in session.started_tools() and not tool.idempotent:
+            logger.warning(
+                "tool %s (%s) was interrupted by a stop; reporting an unknown "
+                "outcome instead of running it again",
+                tool.name,
+                block["id"],
+            )
+            session.record_tool_result(block, ToolResult(IN_DOUBT, is_error=True))
+            return
+        session.record_tool_start(block)
+        result = tool.call(block.get("input", {}), session.tool_context(block))
+        session.record_tool_result(block, result)
+
+    def _capped(self, messages: list[StoredMessage]) -> TurnOutcome:
+        said = next((m.text for m in reversed(messages) if m.kind == "assistant" and m.text), "")
+        note = f"stopped after {self.max_tool_iterations} tool rounds (max_tool_iterations)"
+        text = (said + "\n\n" if said else "") + (
+            f"(I stopped after {self.max_tool_iterations} rounds of tool use without finishing.)"
+        )
+        return TurnOutcome(text=text.strip(), note=note)
+
+
+def _unanswered(assistant: StoredMessage, messages: list[StoredMessage]) -> list[dict[str, Any]]:
+    """The tool_use blocks of the last assistant message that have no stored result yet."""
+    answered = {m.tool_use_id for m in messages if m.kind == "tool_result"}
+    return [b for b in assistant.tool_uses if b["id"] not in answered]
+
+
+def _complete_blocks(reply: ModelReply) -> ModelReply:
+    """Drop tool calls from a reply that was cut off: their input may be incomplete."""
+    if reply.stop_reason == "tool_use":
+        return reply
+    if any(b.get("type") == "tool_use" for b in reply.content):
+        logger.warning("reply stopped with %s; ignoring its tool calls", reply.stop_reason)
+        content = [b for b in reply.content if b.get("type") != "tool_use"]
+        return ModelReply(
+            content=content or [{"type": "text", "text": ""}],
+            stop_reason=reply.stop_reason,
+            usage=reply.usage,
+        )
+    return reply

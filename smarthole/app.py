@@ -1,0 +1,152 @@
+"""The application: one home's config, plugins, tools and store, wired together.
+
+``App`` is what hooks receive as ``app``. It is built by :func:`App.load` and owned by whoever
+built it (the daemon, or a CLI command), which must call :meth:`App.close`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from .config import Config, Home, build_settings, load_config
+from .errors import ConfigError, PluginError
+from .plugins import Plugins, load_plugins
+from .tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from .store import PluginData, Store
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class App:
+    """A home's configuration, plugins, tools and store."""
+
+    def __init__(
+        self, home: Home, config: Config, plugins: Plugins, *, clock: Clock = utc_now
+    ) -> None:
+        self.home = home
+        self.config = config
+        self.plugins = plugins
+        self.clock = clock
+        self.tools = ToolRegistry()
+        self._settings: dict[str, Any] = {}
+        self._store: Store | None = None
+
+    @classmethod
+    def load(
+        cls,
+        home: Home,
+        config: Config | None = None,
+        *,
+        extra_plugins: Iterable[tuple[str, object]] = (),
+        env: Mapping[str, str] | None = None,
+        clock: Clock = utc_now,
+    ) -> App:
+        """Load config (unless given) and plugins, validate plugin settings, collect tools.
+
+        ``extra_plugins`` are ``(name, plugin)`` pairs registered after the others; tests and
+        embedding programs use it to add plugin objects directly.
+        """
+        config = config if config is not None else load_config(home)
+        plugins = load_plugins(
+            home_root=home.root,
+            folders=config.plugins.paths,
+            enabled=config.plugins.enabled,
+            disabled=config.plugins.disabled,
+            env=os.environ if env is None else env,
+        )
+        for name, plugin in extra_plugins:
+            plugins.register(plugin, name, source="embedded", location=repr(plugin))
+        plugins.check()
+        app = cls(home, config, plugins, clock=clock)
+        app._load_settings()
+        app._load_tools()
+        return app
+
+    # -- plugin settings and tools ---------------------------------------------------------
+
+    def _load_settings(self) -> None:
+        declared: dict[str, type] = {}
+
+        def register(name: str, settings_class: type) -> None:
+            if not dataclasses.is_dataclass(settings_class):
+                raise PluginError(f"plugin {name!r}: settings must be a dataclass")
+            declared[name] = settings_class
+
+        self.plugins.call_strict("register_settings", register=register)
+        errors: list[str] = []
+        for name, table in self.config.plugin_tables.items():
+            if name in declared:
+                self._settings[name] = build_settings(
+                    declared[name], table, f"[plugins.{name}]", errors
+                )
+            else:
+                self._settings[name] = dict(table)
+        for name, settings_class in declared.items():
+            if name not in self._settings:
+                self._settings[name] = build_settings(
+                    settings_class, {}, f"[plugins.{name}]", errors
+                )
+        if errors:
+            raise ConfigError(f"{self.home.config_file}: " + "; ".join(errors))
+
+    def _load_tools(self) -> None:
+        for impl in reversed(self.plugins.hook.register_tools.get_hookimpls()):
+            plugin_name = impl.plugin_name
+
+            def register(
+                function: Callable[..., Any],
+                idempotent: bool = False,
+                name: str | None = None,
+                _plugin: str = plugin_name,
+            ) -> None:
+                self.tools.register(function, plugin=_plugin, idempotent=idempotent, name=name)
+
+            arguments = {"register": register, "app": self}
+            try:
+                impl.function(*[arguments[arg] for arg in impl.argnames])
+            except PluginError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {plugin_name!r} failed in register_tools: {exc}"
+                ) from exc
+
+    def settings(self, plugin_name: str) -> Any:
+        """The validated ``[plugins.<name>]`` settings (a dataclass, or a dict if undeclared)."""
+        return self._settings.get(plugin_name, {})
+
+    # -- the store -------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            from .store import Store
+
+            self.home.ensure()
+            self._store = Store.open(self.home.database, clock=self.clock)
+        return self._store
+
+    def plugin_data(self, plugin_name: str) -> PluginData:
+        """Persistent JSON values for one plugin, stored in the database."""
+        return self.store.plugin_data(plugin_name)
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -1,0 +1,203 @@
+"""The ``smarthole`` command: ``main(argv) -> int``, the only place errors become exit codes.
+
+Exit codes: 0 success; 1 a request that could not be met (unknown id, a timeout, an error
+reply); 2 the program cannot run as configured (bad config, no API key, a broken plugin,
+another daemon running); 130 interrupted. Heavy modules are imported inside the commands so
+``smarthole --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .errors import (
+    AlreadyRunning,
+    ConfigError,
+    DaemonError,
+    LookupFailed,
+    MessageError,
+    PluginError,
+    SmartholeError,
+)
+
+logger = logging.getLogger("smarthole")
+
+USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 0
+    configure_logging(args)
+    try:
+        result: int = args.handler(args)
+        return result
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    except LookupFailed as exc:
+        print(f"smarthole: {exc}", file=sys.stderr)
+        return 1
+    except USAGE_ERRORS as exc:
+        print(f"smarthole: {exc}", file=sys.stderr)
+        return 2
+    except SmartholeError as exc:
+        print(f"smarthole: {exc}", file=sys.stderr)
+        return 1
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    verbose = getattr(args, "verbose", 0)
+    level = (
+        logging.DEBUG
+        if verbose
+        else (logging.INFO if args.command in ("run", "demo") else logging.WARNING)
+    )
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+    )
+    if not verbose:
+        for noisy in ("httpx2", "httpcore2", "anthropic"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        # watchdog complains when events race its own shutdown; its events are only hints.
+        logging.getLogger("watchdog").setLevel(logging.CRITICAL)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import commands
+
+    parser = argparse.ArgumentParser(
+        prog="smarthole",
+        description="Drop a file in a folder, get an answer from a Claude agent.",
+        epilog="Run `smarthole demo` to see it work with no API key. Docs: README.md",
+    )
+    parser.add_argument("--version", action="version", version=f"smarthole {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, handler: Any, help: str, *, aliases: Sequence[str] = ()) -> Any:
+        p = sub.add_parser(name, help=help, description=help, aliases=list(aliases))
+        p.add_argument(
+            "--home",
+            metavar="DIR",
+            help="the agent's folder (default: $SMARTHOLE_HOME, else ~/SmartHole)",
+        )
+        p.add_argument("-v", "--verbose", action="count", default=0, help="log more")
+        p.set_defaults(handler=handler)
+        return p
+
+    command("init", commands.init, "create the home folder and its config.toml")
+
+    p = command("run", commands.run, "run the daemon in the foreground")
+    p.add_argument("--once", action="store_true", help="process everything runnable now, then exit")
+
+    p = command("send", commands.send, "drop a message into the inbox and print its id")
+    p.add_argument("--channel", metavar="NAME")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--conversation", metavar="ID", help="continue this conversation")
+    target.add_argument("--new", action="store_true", help="start a new conversation")
+    p.add_argument("--wait", action="store_true", help="wait for the reply and print it")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long --wait waits (default 300)",
+    )
+    p.add_argument("text", nargs="+", help="the message (use - to read standard input)")
+
+    command("demo", commands.demo, "watch a scripted exchange against a bundled fake API")
+
+    p = command("status", commands.status, "show the daemon, queue, deferred and failed work")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+
+    p = command("retry", commands.retry, "make deferred messages due and redrive dead ones")
+    p.add_argument("ids", nargs="*", metavar="ID", help="message ids or unique prefixes")
+    p.add_argument("--all", action="store_true", help="every deferred and dead message")
+
+    p = command(
+        "conversations",
+        commands.conversations,
+        "list conversations, most recent first",
+        aliases=["ls"],
+    )
+    p.add_argument("--channel", metavar="C")
+    p.add_argument(
+        "--all", action="store_true", help="include ended conversations older than 30 days"
+    )
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, metavar="N")
+
+    p = command("show", commands.show, "print a conversation's transcript")
+    p.add_argument("id", metavar="ID")
+
+    p = command("resume", commands.resume, "pick a conversation and continue it in chat")
+    p.add_argument("id", nargs="?", metavar="ID")
+
+    p = command("chat", commands.chat, "talk to the agent in this terminal")
+    p.add_argument("--channel", metavar="C", default=None)
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--conversation", metavar="ID")
+    target.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the channel's most recent conversation",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for each reply (default 600)",
+    )
+
+    p = command("export", commands.export, "export a conversation as JSON or Markdown")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--format", choices=("json", "markdown"), default="json")
+
+    p = command("new", commands.new, "end a channel's active conversation")
+    p.add_argument("--channel", metavar="C", default="default")
+
+    p = command("rename", commands.rename, "set a conversation's title (pinned)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("title", nargs="+", metavar="TITLE")
+
+    p = command(
+        "prune",
+        commands.prune,
+        "remove the oldest ended conversations beyond [conversation] max_retained",
+    )
+    p.add_argument("--dry-run", action="store_true", help="say what would be removed")
+
+    p = command("events", commands.events, "print lifecycle events")
+    p.add_argument("--conversation", metavar="ID")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=100,
+        metavar="N",
+        help="how many past events to print first (default 100)",
+    )
+
+    p = command("plugins", commands.plugins, "list plugins, their hooks and tools")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,500 @@
+"""The CLI's commands, one function each: ``handler(args) -> exit code``.
+
+They print; they raise ``SmartholeError`` subclasses for ``cli.main`` to turn into one-line
+messages and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from .config import Home, write_default_config
+from .errors import ConfigError, LookupFailed, MessageError
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
+    home = Home.resolve(args.home)
+    if must_exist and not home.root.is_dir():
+        raise ConfigError(
+            f"no smarthole home at {home.root}; run `smarthole init --home {home.root}` first"
+        )
+    return home
+
+
+def _store(home: Home) -> Store:
+    from .app import utc_now
+    from .store import Store
+
+    home.state.mkdir(parents=True, exist_ok=True)
+    return Store.open(home.database, clock=utc_now)
+
+
+def _now() -> Any:
+    from .app import utc_now
+
+    return utc_now()
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+# -- init / run / send / demo -----------------------------------------------------------------
+
+
+def init(args: argparse.Namespace) -> int:
+    home = _home(args, must_exist=False)
+    home.ensure()
+    (home.root / "plugins").mkdir(exist_ok=True)
+    if write_default_config(home, plugin_paths=["plugins"]):
+        print(f"Created {home.root} with {home.config_file.name}.")
+    else:
+        print(f"{home.config_file} already exists; left it unchanged.")
+    print(
+        "Next: export ANTHROPIC_API_KEY=..., then `smarthole run"
+        f"{'' if args.home is None else f' --home {home.root}'}`."
+    )
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from .agent import API_KEY_ENV
+    from .config import load_config
+    from .daemon import Daemon
+
+    home = _home(args)
+    load_config(home)  # a bad config fails here, before anything else
+    if not os.environ.get(API_KEY_ENV, "").strip():
+        raise ConfigError(
+            f"{API_KEY_ENV} is not set: set it to your Anthropic API key "
+            "(or try `smarthole demo`, which needs none)"
+        )
+    daemon = Daemon(home, once=args.once)
+    code = daemon.run()
+    if args.once and daemon.summary.get("deferred"):
+        due = daemon.summary["next_due"]
+        print(
+            f"{daemon.summary['deferred']} message(s) deferred; the next is due at "
+            f"{due.astimezone():%Y-%m-%d %H:%M:%S}.",
+            file=sys.stderr,
+        )
+    return code
+
+
+def send(args: argparse.Namespace) -> int:
+    from .chat import Mailbox
+
+    home = _home(args)
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    if not text.strip():
+        raise MessageError("the message text is empty")
+    store = _store(home)
+    try:
+        mailbox = Mailbox(home, store)
+        message_id = mailbox.send(
+            text, channel=args.channel, conversation=args.conversation, new_conversation=args.new
+        )
+        if not args.wait:
+            print(message_id)
+            return 0
+        print(f"sent {message_id}; waiting for the reply...", file=sys.stderr)
+        final = None
+        for item in mailbox.replies(message_id, timeout=args.timeout):
+            print(item.text, flush=True)
+            final = item if item.final else final
+            if not item.final:
+                print()
+        if final is None:
+            print(
+                f"smarthole: no reply to {message_id} within {args.timeout:g}s (is the daemon "
+                "running? `smarthole status`)",
+                file=sys.stderr,
+            )
+            return 1
+        return 1 if final.kind == "error" else 0
+    finally:
+        store.close()
+
+
+def demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(sys.stdout)
+
+
+# -- operations -------------------------------------------------------------------------------
+
+
+def status(args: argparse.Namespace) -> int:
+    from .display import status_text
+    from .operations import status_report
+
+    home = _home(args)
+    store = _store(home)
+    try:
+        report = status_report(home, store)
+    finally:
+        store.close()
+    if args.json:
+        print_json(report)
+    else:
+        print(status_text(report))
+    return 0
+
+
+def retry(args: argparse.Namespace) -> int:
+    from .operations import retry as retry_messages
+
+    if not args.ids and not args.all:
+        raise ConfigError("name message ids to retry, or use --all")
+    home = _home(args)
+    store = _store(home)
+    try:
+        done = retry_messages(home, store, None if args.all else args.ids)
+    finally:
+        store.close()
+    if not done:
+        print("Nothing to retry.")
+    for message_id, what in done:
+        print(f"{message_id}: {what}")
+    return 0
+
+
+# -- conversations ----------------------------------------------------------------------------
+
+
+def conversations(args: argparse.Namespace) -> int:
+    from .conversations import Conversations
+    from .display import conversation_list
+
+    store = _store(_home(args))
+    try:
+        views = Conversations(store).recent(
+            channel=args.channel, include_all=args.all, limit=args.limit, now=_now()
+        )
+    finally:
+        store.close()
+    if args.json:
+        print_json([v.as_dict() for v in views])
+    elif not views:
+        print("No conversations yet.")
+    else:
+        print(conversation_list(views, _now()))
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    from .conversations import Conversations
+    from .display import transcript
+    from .outbox import OutboxRecord
+
+    home = _home(args)
+    store = _store(home)
+    try:
+        conversation = Conversations(store).get(args.id)
+        print(
+            transcript(
+                conversation,
+                store.turns(conversation.id),
+                store.messages(conversation.id),
+                OutboxRecord(home, store).items_for_conversation(conversation.id),
+            )
+        )
+    finally:
+        store.close()
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    from .conversations import Conversations
+    from .display import export_markdown
+    from .outbox import OutboxRecord
+
+    home = _home(args)
+    store = _store(home)
+    try:
+        conversations = Conversations(store)
+        data = conversations.export(conversations.get(args.id), OutboxRecord(home, store))
+    finally:
+        store.close()
+    if args.format == "json":
+        print_json(data)
+    else:
+        print(export_markdown(data))
+    return 0
+
+
+def rename(args: argparse.Namespace) -> int:
+    from .conversations import Conversations
+
+    store = _store(_home(args))
+    try:
+        conversation = Conversations(store).rename(args.id, " ".join(args.title))
+    finally:
+        store.close()
+    print(f'Renamed {conversation.id} to "{conversation.title}".')
+    return 0
+
+
+def new(args: argparse.Namespace) -> int:
+    from .conversations import Conversations
+
+    home = _home(args)
+    store = _store(home)
+    try:
+        ended = Conversations(store).end_active(args.channel)
+        if ended is None:
+            print(f"No active conversation on channel {args.channel}.")
+            return 0
+        _summarise_now(home, store)
+        ended = store.conversation(ended.id) or ended
+    finally:
+        store.close()
+    title = ended.title or "Untitled conversation"
+    print(
+        f'Ended "{title}" ({ended.id}). The next message on channel {args.channel} starts '
+        "a new conversation."
+    )
+    return 0
+
+
+def _summarise_now(home: Home, store: Store) -> None:
+    """Write due summaries here when no daemon will (no daemon running, and a key is set)."""
+    import os
+
+    from .agent import API_KEY_ENV, ModelClient
+    from .chat import daemon_running
+    from .config import load_config
+    from .events import EventLog
+    from .titles import Titler
+
+    if daemon_running(home) or not os.environ.get(API_KEY_ENV, "").strip():
+        return  # the daemon writes it (now, or when it next starts)
+    config = load_config(home)
+    client = ModelClient.from_environment(config.model)
+    try:
+        Titler(store, EventLog(store), client, config.titles).sweep()
+    finally:
+        client.close()
+
+
+def prune(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .conversations import Conversations
+
+    home = _home(args)
+    limit = load_config(home).conversation.max_retained
+    store = _store(home)
+    try:
+        conversations = Conversations(store)
+        victims = conversations.prunable(limit) if args.dry_run else conversations.prune(limit)
+    finally:
+        store.close()
+    verb = "Would remove" if args.dry_run else "Removed"
+    print(f"{verb} {len(victims)} ended conversation(s) beyond the newest {limit}.")
+    for conversation in victims:
+        ended = conversation.ended_at.date() if conversation.ended_at else "?"
+        print(
+            f"  {conversation.id} [{conversation.channel}] "
+            f"{conversation.title or 'Untitled conversation'} (ended {ended})"
+        )
+    return 0
+
+
+def events(args: argparse.Namespace) -> int:
+    from .display import event_line
+    from .events import EventLog
+
+    store = _store(_home(args))
+    try:
+        conversation = None
+        if args.conversation:
+            from .conversations import Conversations
+
+            conversation = Conversations(store).get(args.conversation).id
+        log = EventLog(store)
+        last_id = log.latest_id()
+        batch = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
+        while True:
+            for event in batch:
+                print(
+                    json.dumps(event.as_dict(), ensure_ascii=False)
+                    if args.json
+                    else event_line(event),
+                    flush=True,
+                )
+                last_id = max(last_id, event.id or 0)
+            if not args.follow:
+                return 0
+            try:
+                time.sleep(0.2)
+            except KeyboardInterrupt:
+                return 0
+            batch = log.since(last_id, conversation=conversation)
+    finally:
+        store.close()
+
+
+def plugins(args: argparse.Namespace) -> int:
+    from .app import App
+
+    app = App.load(_home(args))
+    listing: list[dict[str, Any]] = []
+    for info in app.plugins.info.values():
+        listing.append(
+            {
+                "name": info.name,
+                "source": info.source,
+                "location": info.location,
+                "hooks": app.plugins.hook_names(info.name),
+                "tools": [
+                    {"name": t.name, "description": t.summary, "idempotent": t.idempotent}
+                    for t in app.tools
+                    if t.plugin == info.name
+                ],
+            }
+        )
+    if args.json:
+        print_json(listing)
+        return 0
+    for plugin in listing:
+        print(f"{plugin['name']}  ({plugin['source']}: {plugin['location']})")
+        print(f"  hooks: {', '.join(plugin['hooks']) or '-'}")
+        for tool in plugin["tools"]:
+            print(f"  tool {tool['name']}: {tool['description']}")
+    return 0
+
+
+# -- chat and resume --------------------------------------------------------------------------
+
+
+def chat(args: argparse.Namespace) -> int:
+    home = _home(args)
+    store = _store(home)
+    try:
+        conversation_id, channel = _chat_target(store, args)
+        return _chat(home, store, channel, conversation_id, timeout=args.timeout)
+    finally:
+        store.close()
+
+
+def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
+    from .conversations import Conversations
+
+    conversations = Conversations(store)
+    if args.conversation:
+        conversation = conversations.reopen(conversations.get(args.conversation))
+        return conversation.id, conversation.channel
+    channel = args.channel or "chat"
+    if args.continue_:
+        recent = store.recent_conversations(channel=channel, limit=1)
+        if not recent:
+            raise LookupFailed(f"no conversation on channel {channel} to continue")
+        conversation = conversations.reopen(recent[0])
+        return conversation.id, channel
+    return None, channel
+
+
+def _chat(
+    home: Home, store: Store, channel: str, conversation_id: str | None, *, timeout: float
+) -> int:
+    from .chat import ChatSession, InProcessDaemon, daemon_running
+    from .conversations import Conversations
+
+    local_daemon = None
+    if not daemon_running(home):
+        local_daemon = InProcessDaemon(home)
+        local_daemon.start()
+    interactive = sys.stdin.isatty()
+    if interactive:
+        where = f"conversation {conversation_id}" if conversation_id else "a new conversation"
+        print(f"Chatting in {where} on channel {channel}. End with Ctrl-D; Ctrl-C interrupts.")
+    session = ChatSession(
+        home=home,
+        store=store,
+        channel=channel,
+        conversation_id=conversation_id,
+        reader=_line_reader(interactive),
+        out=sys.stdout,
+        timeout=timeout,
+        stop=threading.Event(),
+    )
+    code = 0
+    try:
+        session.run()
+    except KeyboardInterrupt:
+        session.stop.set()
+        print("\n(interrupted: everything said so far is stored)", file=sys.stderr)
+        code = 130
+    finally:
+        if local_daemon is not None:
+            local_daemon.stop()
+        conversation_id = session.current_conversation()
+        if conversation_id:
+            Conversations(store).mark_interrupted_untitled(conversation_id)
+    return code
+
+
+def _line_reader(interactive: bool) -> Any:
+    def read() -> str | None:
+        if interactive:
+            try:
+                return input("you> ")
+            except EOFError:
+                print()
+                return None
+        line = sys.stdin.readline()
+        return line if line else None
+
+    return read
+
+
+def resume(args: argparse.Namespace) -> int:
+    from .conversations import Conversations
+    from .display import conversation_list
+
+    home = _home(args)
+    store = _store(home)
+    try:
+        conversations = Conversations(store)
+        if args.id:
+            chosen = conversations.get(args.id)
+        else:
+            views = conversations.recent(limit=20, now=_now())
+            if not views:
+                print("No previous conversations found.")
+                return 0
+            print("Recent conversations:\n")
+            print(conversation_list(views, _now()))
+            picked = _pick(len(views))
+            if picked is None:
+                return 0
+            chosen = views[picked - 1].conversation
+        chosen = conversations.reopen(chosen)
+        print(f'Resuming "{chosen.title or "Untitled conversation"}" ({chosen.id}).')
+        return _chat(home, store, chosen.channel, chosen.id, timeout=600.0)
+    finally:
+        store.close()
+
+
+def _pick(count: int) -> int | None:
+    while True:
+        print("\nEnter number to resume, or 'q' to cancel: ", end="", flush=True)
+        line = sys.stdin.readline()
+        answer = line.strip().lower()
+        if not line or answer in ("q", "quit"):
+            print()
+            return None
+        if answer.isdigit() and 1 <= int(answer) <= count:
+            return int(answer)
+        print(f"Please enter a number from 1 to {count}, or q.")

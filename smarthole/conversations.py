@@ -1,0 +1,205 @@
+"""Conversations as people see them: listing with status, export, rename, new, prune.
+
+The CLI calls these; they read and write the store and emit events, and never print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from .errors import LookupFailed
+from .events import EventLog
+from .ledger import Ledger
+from .outbox import OutboxRecord
+from .pending import PendingQuestions
+from .processor import resolve_conversation
+from .prompts import UNTITLED, UNTITLED_INTERRUPTED
+from .store import Conversation, Store
+
+HIDE_ENDED_AFTER = timedelta(days=30)
+ENTRY_AGENT = "smarthole"
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """A conversation with its derived status, as listed."""
+
+    conversation: Conversation
+    status: str
+    waiting_for_reply: bool
+    deferred_until: datetime | None = None
+
+    @property
+    def title(self) -> str:
+        return self.conversation.title or UNTITLED
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.conversation
+        data: dict[str, Any] = {
+            "id": c.id,
+            "title": self.title,
+            "channel": c.channel,
+            "status": self.status,
+            "turns": c.turns,
+            "created_at": c.created_at.isoformat(),
+            "updated_at": c.updated_at.isoformat(),
+            "waiting_for_reply": self.waiting_for_reply,
+            "ended_at": c.ended_at.isoformat() if c.ended_at else None,
+        }
+        if self.deferred_until is not None:
+            data["deferred_until"] = self.deferred_until.isoformat()
+        if c.summary:
+            data["summary"] = c.summary
+        return data
+
+
+class Conversations:
+    """Read and manage the conversations of a store."""
+
+    def __init__(self, store: Store, events: EventLog | None = None) -> None:
+        self.store = store
+        self.events = events or EventLog(store)
+        self.ledger = Ledger(store)
+        self.pending = PendingQuestions(store)
+
+    def get(self, wanted: str) -> Conversation:
+        return resolve_conversation(self.store, wanted)
+
+    def recent(
+        self,
+        *,
+        channel: str | None = None,
+        include_all: bool = False,
+        limit: int | None = None,
+        now: datetime,
+    ) -> list[ConversationView]:
+        views = []
+        waiting = {q.conversation_id for q in self.pending.all()}
+        deferred = self._deferred()
+        for conversation in self.store.recent_conversations(channel=channel):
+            if (
+                not include_all
+                and conversation.ended_at
+                and now - conversation.ended_at > HIDE_ENDED_AFTER
+            ):
+                continue
+            views.append(
+                self.view(conversation, waiting=conversation.id in waiting, deferred=deferred)
+            )
+            if limit is not None and len(views) >= limit:
+                break
+        return views
+
+    def _deferred(self) -> dict[str, datetime | None]:
+        return {
+            e.conversation_id: e.next_attempt_at
+            for e in self.ledger.by_status("deferred")
+            if e.conversation_id
+        }
+
+    def view(
+        self,
+        conversation: Conversation,
+        *,
+        waiting: bool | None = None,
+        deferred: dict[str, datetime | None] | None = None,
+    ) -> ConversationView:
+        if waiting is None:
+            waiting = self.pending.get(conversation.id) is not None
+        deferred_until = (self._deferred() if deferred is None else deferred).get(conversation.id)
+        last = self.store.turn(conversation.id, conversation.turns)
+        if conversation.ended:
+            status = "ended"
+        elif deferred_until is not None:
+            status = "deferred"
+        elif last is not None and last.status == "interrupted":
+            status = "interrupted"
+        elif waiting:
+            status = "waiting for your reply"
+        else:
+            status = "active"
+        return ConversationView(conversation, status, waiting, deferred_until)
+
+    def rename(self, wanted: str, title: str) -> Conversation:
+        conversation = self.get(wanted)
+        title = " ".join(title.split())
+        if not title:
+            raise LookupFailed("the new title is empty")
+        self.store.set_title(conversation.id, title, pinned=True)
+        self.events.emit(
+            "conversation_renamed",
+            conversation=conversation.id,
+            channel=conversation.channel,
+            title=title,
+        )
+        return self.store.conversation(conversation.id) or conversation
+
+    def reopen(self, conversation: Conversation) -> Conversation:
+        """Resuming an ended conversation reopens it."""
+        if conversation.ended:
+            self.store.reopen_conversation(conversation.id)
+            self.events.emit(
+                "conversation_resumed",
+                conversation=conversation.id,
+                channel=conversation.channel,
+                reopened=True,
+            )
+        return self.store.conversation(conversation.id) or conversation
+
+    def end_active(self, channel: str, *, reason: str = "new") -> Conversation | None:
+        """End the channel's active conversation; returns it, or None if there was none."""
+        active = self.store.active_conversation(channel)
+        if active is None:
+            return None
+        if self.store.end_conversation(active.id, reason):
+            self.events.emit(
+                "conversation_ended", conversation=active.id, channel=active.channel, reason=reason
+            )
+        return self.store.conversation(active.id)
+
+    def mark_interrupted_untitled(self, conversation_id: str) -> None:
+        """A chat that ends before its conversation got a title gets the interrupted title."""
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title = ?, title_state = 'done' WHERE id = ? "
+                "AND title IS NULL AND title_state IN ('none', 'failed')",
+                (UNTITLED_INTERRUPTED, conversation_id),
+            )
+
+    def prunable(self, max_retained: int) -> list[Conversation]:
+        """Ended conversations beyond the newest ``max_retained``, oldest first."""
+        ended = self.store.recent_conversations(ended_only=True)
+        return list(reversed(ended[max_retained:]))
+
+    def prune(self, max_retained: int) -> list[Conversation]:
+        removed = self.prunable(max_retained)
+        for conversation in removed:
+            self.store.delete_conversation(conversation.id)
+        return removed
+
+    def export(self, conversation: Conversation, outbox: OutboxRecord) -> dict[str, Any]:
+        """What the person said and the agent's user-facing replies; no tool internals."""
+        turns: list[dict[str, Any]] = []
+        said: dict[int, list[dict[str, Any]]] = {}
+        for item in outbox.items_for_conversation(conversation.id):
+            if (
+                item.kind in ("message", "question", "response")
+                and item.text.strip()
+                and item.turn is not None
+            ):
+                said.setdefault(item.turn, []).append(
+                    {"turn": item.turn, "role": "entry_agent", "content": item.text}
+                )
+        for message in self.store.messages(conversation.id):
+            if message.kind == "user":
+                turns.append({"turn": message.turn, "role": "human", "content": message.text})
+                turns.extend(said.pop(message.turn, []))
+        return {
+            "conversation_id": conversation.id,
+            "channel": conversation.channel,
+            "title": conversation.title or UNTITLED,
+            "entry_agent": ENTRY_AGENT,
+            "turns": turns,
+        }

@@ -1,0 +1,180 @@
+"""Text the CLI shows people: relative times, conversation lists, transcripts, events."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from .conversations import ConversationView
+from .events import Event
+from .outbox import OutboxItem
+from .store import Conversation, StoredMessage, Turn
+
+
+def relative_time(then: datetime, now: datetime) -> str:
+    """ "just now", "5 minutes ago", "2 hours ago", "yesterday", "3 days ago"..."""
+    seconds = (now - then).total_seconds()
+    if seconds < 60:
+        return "just now"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} minute{'s' if minutes != 1 else ''} ago"
+    hours = minutes // 60
+    if hours < 24:
+        return f"{hours} hour{'s' if hours != 1 else ''} ago"
+    local_then, local_now = then.astimezone(), now.astimezone()
+    days = (local_now.date() - local_then.date()).days
+    if days <= 1:
+        return "yesterday"
+    if days < 30:
+        return f"{days} days ago"
+    return f"on {local_then:%d %b %Y}"
+
+
+def local(moment: datetime) -> str:
+    return f"{moment.astimezone():%Y-%m-%d %H:%M}"
+
+
+def conversation_line(number: int, view: ConversationView, now: datetime) -> str:
+    c = view.conversation
+    status = view.status
+    if status == "deferred" and view.deferred_until is not None:
+        status = f"deferred until {view.deferred_until.astimezone():%H:%M}"
+    turns = f"{c.turns} turn{'s' if c.turns != 1 else ''}"
+    return (
+        f"{number}. [{c.channel}] {view.title} ({relative_time(c.updated_at, now)})"
+        f" · {status} · {turns} · {c.id}"
+    )
+
+
+def conversation_list(views: list[ConversationView], now: datetime) -> str:
+    return "\n".join(conversation_line(i, v, now) for i, v in enumerate(views, start=1))
+
+
+def transcript(
+    conversation: Conversation,
+    turns: list[Turn],
+    messages: list[StoredMessage],
+    outbox: list[OutboxItem],
+) -> str:
+    """Turns with times, the user's and the agent's words, questions, tools used, errors."""
+    lines = [
+        f"{conversation.title or 'Untitled conversation'}",
+        f"conversation {conversation.id} · channel {conversation.channel} · "
+        f"started {local(conversation.created_at)}",
+    ]
+    if conversation.ended_at:
+        lines.append(f"ended {local(conversation.ended_at)} ({conversation.end_reason or 'ended'})")
+    if conversation.summary:
+        lines.append(f"summary: {conversation.summary}")
+    by_turn: dict[int, list[StoredMessage]] = {}
+    for message in messages:
+        by_turn.setdefault(message.turn, []).append(message)
+    replies: dict[int, list[OutboxItem]] = {}
+    for item in outbox:
+        if item.turn is not None and item.final:
+            replies.setdefault(item.turn, []).append(item)
+    for turn in turns:
+        lines += ["", f"── turn {turn.number} · {local(turn.started_at)} · {turn.status}"]
+        lines += _turn_lines(by_turn.get(turn.number, []), replies.get(turn.number, []))
+        if turn.note:
+            lines.append(f"   note: {turn.note}")
+    return "\n".join(lines)
+
+
+def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list[str]:
+    lines = []
+    tools: list[str] = []
+    for message in messages:
+        if message.kind == "user":
+            lines.append(_said("you", message.text))
+        elif message.kind == "assistant":
+            tools += [b["name"] for b in message.tool_uses]
+        elif message.kind == "agent_message":
+            lines.append(_said("agent", message.text))
+        elif message.kind == "question":
+            lines.append(_said("agent asked", message.text))
+        elif message.kind == "error":
+            lines.append(_said("error", message.text))
+    if tools:
+        lines.append(f"   tools: {', '.join(dict.fromkeys(tools))}")
+    for item in finals:
+        lines.append(_said("agent" if item.kind == "response" else "error reply", item.text))
+    return lines
+
+
+def _said(who: str, text: str) -> str:
+    body = text.strip().replace("\n", "\n" + " " * (len(who) + 5))
+    return f"   {who}: {body}"
+
+
+def export_markdown(data: dict[str, Any]) -> str:
+    lines = [
+        f"# {data['title']}",
+        "",
+        f"Conversation `{data['conversation_id']}` on channel `{data['channel']}`.",
+        "",
+    ]
+    current = None
+    for entry in data["turns"]:
+        if entry["turn"] != current:
+            current = entry["turn"]
+            lines += [f"## Turn {current}", ""]
+        who = "**You**" if entry["role"] == "human" else f"**{data['entry_agent']}**"
+        lines += [f"{who}: {entry['content'].strip()}", ""]
+    return "\n".join(lines)
+
+
+def event_line(event: Event) -> str:
+    parts = [f"{local(event.at)}", event.type]
+    if event.conversation:
+        parts.append(f"conv={event.conversation[:8]}")
+    if event.turn is not None:
+        parts.append(f"turn={event.turn}")
+    if event.message_id:
+        parts.append(f"msg={event.message_id[:12]}")
+    details = ", ".join(f"{k}={_short(v)}" for k, v in event.data.items() if v not in (None, ""))
+    return " ".join(parts) + (f"  {details}" if details else "")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def status_text(report: dict[str, Any]) -> str:
+    lines = [
+        f"daemon: running (pid {report['pid']})" if report["running"] else "daemon: not running"
+    ]
+    for key, title in (
+        ("queued", "queued"),
+        ("in_progress", "in progress"),
+        ("deferred", "deferred"),
+        ("failed", "failed"),
+        ("waiting", "waiting for your reply"),
+    ):
+        items = report[key]
+        lines.append(f"{title}: {len(items)}")
+        for item in items:
+            lines.append("  " + _status_item(key, item))
+    return "\n".join(lines)
+
+
+def _status_item(key: str, item: dict[str, Any]) -> str:
+    if key == "waiting":
+        return f"{item['conversation']} [{item['channel']}] asked: {_short(item['question'])}"
+    if key == "failed":
+        return f"{item.get('id') or item['file']} — {_short(item['error'] or '', 80)}"
+    text = f"{item['id']} [{item['channel']}] attempts={item['attempts']}"
+    if key == "deferred":
+        text += f" next={item['next_attempt_at']} last error: {_short(item['last_error'], 70)}"
+    return text
+
+
+def timedelta_text(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"

@@ -1,0 +1,98 @@
+"""The one exception hierarchy of smarthole.
+
+Library code raises these; only ``smarthole.cli`` turns them into exit codes and one-line
+messages. Every message names the file, key, plugin or message id involved.
+
+::
+
+    SmartholeError
+    ├── ConfigError            config.toml or a plugin's settings are wrong
+    ├── PluginError            a plugin cannot be loaded or broke a rule
+    ├── MessageError           an inbox file cannot be used (it is set aside in failed/)
+    ├── StoreError             the SQLite store cannot be used
+    │   └── CorruptStoreError  the database file is not a readable database
+    ├── ModelError             a call to the Messages API failed
+    ├── ToolError              a tool failed; the model sees the message as an is_error result
+    │   └── PathError          a workspace path broke a confinement rule
+    ├── LookupFailed           an id or prefix matched nothing, or more than one thing
+    └── DaemonError            the daemon cannot start
+        └── AlreadyRunning     another daemon holds this home's lock
+"""
+
+from __future__ import annotations
+
+
+class SmartholeError(Exception):
+    """Base class of every error smarthole raises on purpose."""
+
+
+class ConfigError(SmartholeError):
+    """A configuration file or a plugin's settings table is invalid."""
+
+
+class PluginError(SmartholeError):
+    """A plugin could not be imported, or registered something invalid."""
+
+
+class MessageError(SmartholeError):
+    """An inbox file is unusable; the message says why in one line."""
+
+
+class StoreError(SmartholeError):
+    """The SQLite store failed."""
+
+
+class CorruptStoreError(StoreError):
+    """The database file cannot be opened or read as a SQLite database."""
+
+
+class ModelError(SmartholeError):
+    """A Messages API call failed.
+
+    ``retryable`` says whether a later attempt may succeed; ``retry_after`` is the server's
+    requested delay in seconds when it sent one; ``status`` is the HTTP status when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+        kind: str = "error",
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.kind = kind
+
+    @property
+    def prompt_too_long(self) -> bool:
+        return self.kind == "prompt_too_long"
+
+
+class ToolError(SmartholeError):
+    """A tool could not do what it was asked; the text is shown to the model as is."""
+
+
+class PathError(ToolError):
+    """A path given to a workspace tool is not allowed."""
+
+
+class LookupFailed(SmartholeError):
+    """An id or prefix given by the user matched nothing, or was ambiguous."""
+
+
+class DaemonError(SmartholeError):
+    """The daemon cannot start or run."""
+
+
+class AlreadyRunning(DaemonError):
+    """Another daemon holds the lock of this home."""
+
+    def __init__(self, pid: int | None) -> None:
+        where = f" (pid {pid})" if pid else ""
+        super().__init__(f"already running{where}")
+        self.pid = pid

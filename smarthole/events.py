@@ -1,0 +1,153 @@
+"""Lifecycle events: stored durably, passed to the ``event`` hook, printed by ``smarthole events``.
+
+Every event has ``type``, ``at`` (UTC ISO time), ``conversation``, ``channel``, ``turn`` and
+``message_id`` (None where it does not apply), plus fields of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .message import parse_time
+
+if TYPE_CHECKING:
+    from .plugins import Plugins
+    from .store import Store
+
+EVENT_TYPES = (
+    "conversation_started",
+    "message_received",
+    "message_rejected",
+    "message_duplicate",
+    "turn_started",
+    "message_stored",
+    "tool_called",
+    "tool_finished",
+    "question_asked",
+    "reply_written",
+    "turn_completed",
+    "turn_failed",
+    "turn_deferred",
+    "turn_interrupted",
+    "conversation_resumed",
+    "conversation_ended",
+    "conversation_renamed",
+    "title_generated",
+    "summary_generated",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    at: datetime
+    conversation: str | None = None
+    channel: str | None = None
+    turn: int | None = None
+    message_id: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: the common keys, then the event's own fields."""
+        return {
+            "type": self.type,
+            "at": self.at.isoformat().replace("+00:00", "Z"),
+            "conversation": self.conversation,
+            "channel": self.channel,
+            "turn": self.turn,
+            "message_id": self.message_id,
+            **self.data,
+        }
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Event:
+        return cls(
+            type=row["type"],
+            at=parse_time(row["at"]),
+            conversation=row["conversation_id"],
+            channel=row["channel"],
+            turn=row["turn"],
+            message_id=row["message_id"],
+            data=json.loads(row["data"]),
+            id=row["id"],
+        )
+
+
+class EventLog:
+    """Appends events to the store and tells plugins once they are committed."""
+
+    def __init__(self, store: Store, plugins: Plugins | None = None) -> None:
+        self.store = store
+        self.plugins = plugins
+
+    def emit(
+        self,
+        type: str,
+        *,
+        conversation: str | None = None,
+        channel: str | None = None,
+        turn: int | None = None,
+        message_id: str | None = None,
+        db: sqlite3.Connection | None = None,
+        **data: Any,
+    ) -> Event:
+        """Store an event (inside ``db``'s transaction when given) and notify plugins."""
+        assert type in EVENT_TYPES, type
+        at = self.store.now()
+        with self.store.transaction() as connection:
+            target = db or connection
+            cursor = target.execute(
+                "INSERT INTO events (type, at, conversation_id, channel, turn, message_id, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    type,
+                    at,
+                    conversation,
+                    channel,
+                    turn,
+                    message_id,
+                    json.dumps(data, ensure_ascii=False, default=str),
+                ),
+            )
+            event = Event(
+                type=type,
+                at=parse_time(at),
+                conversation=conversation,
+                channel=channel,
+                turn=turn,
+                message_id=message_id,
+                data=data,
+                id=cursor.lastrowid,
+            )
+            if self.plugins is not None:
+                plugins = self.plugins
+                self.store.after_commit(lambda: plugins.notify("event", event=event))
+        return event
+
+    def since(
+        self, after_id: int = 0, *, conversation: str | None = None, limit: int = 1000
+    ) -> list[Event]:
+        sql = "SELECT * FROM events WHERE id > ?"
+        params: list[Any] = [after_id]
+        if conversation is not None:
+            sql += " AND conversation_id = ?"
+            params.append(conversation)
+        rows = self.store.query(sql + " ORDER BY id LIMIT ?", [*params, limit])
+        return [Event.from_row(r) for r in rows]
+
+    def latest_id(self) -> int:
+        row = self.store.query_one("SELECT MAX(id) AS id FROM events")
+        return int(row["id"] or 0) if row else 0
+
+    def last(self, limit: int, *, conversation: str | None = None) -> list[Event]:
+        sql, params = "SELECT * FROM events", []
+        if conversation is not None:
+            sql += " WHERE conversation_id = ?"
+            params.append(conversation)
+        rows = self.store.query(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
+        return [Event.from_row(r) for r in reversed(rows)]

@@ -1,0 +1,156 @@
+"""Every hook a smarthole plugin can implement.
+
+Implement a hook with the ``hookimpl`` marker and a function of the same name; take only the
+parameters you need::
+
+    from smarthole import hookimpl
+
+    @hookimpl
+    def deliver(outbox_item):
+        print(outbox_item.kind, outbox_item.text)
+
+Families: ``register_*`` hooks run once at startup and receive a ``register`` callable;
+past-tense hooks (``message_received``, ``message_stored``, ``turn_failed``) and ``event``,
+``deliver`` are notifications: an exception inside one is logged with the plugin's name and
+processing goes on. Hooks may gain parameters in later versions, never lose or rename them, so
+always accept them by name. The docs (``docs/plugins.md``) have a section for each hook.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .app import App
+    from .events import Event
+    from .message import Message
+    from .outbox import OutboxItem
+    from .store import Conversation, StoredMessage
+
+hookspec = pluggy.HookspecMarker("smarthole")
+
+
+@hookspec
+def register_tools(register: Callable[..., Any], app: App) -> None:
+    """Register tools the agent may call.
+
+    A tool is a typed Python function; its docstring's first paragraph is the description the
+    model sees, ``:param name:`` lines describe the parameters, and the JSON schema comes from the
+    signature. A parameter annotated ``ToolContext`` (from ``smarthole.tools``) is not shown to the
+    model: it receives the conversation, turn and outbox of the call. Return a string (or any
+    JSON-serialisable value); raise ``smarthole.errors.ToolError`` with a message the model can
+    act on when the tool cannot do what was asked.
+
+    :param register: ``register(fn, idempotent=False, name=None)``. Pass ``idempotent=True``
+        when running the tool twice with the same input does no harm: after a crash in the
+        middle of such a tool the daemon runs it again instead of reporting an unknown outcome.
+    :param app: the running application (home, config, plugin data, settings).
+    """
+
+
+@hookspec
+def register_settings(register: Callable[[str, type], None]) -> None:
+    """Declare the settings a plugin reads from its ``[plugins.<name>]`` config table.
+
+    ``register(name, SettingsClass)`` takes the plugin's name and a dataclass whose fields (with
+    type hints and defaults) are the allowed keys. The table is validated at startup: an unknown
+    key, a wrong type or an exception from the dataclass's ``__post_init__`` stops startup with
+    a message naming ``[plugins.<name>] key``. Read the result with ``app.settings(name)``.
+
+    :param register: ``register(name, settings_dataclass)``.
+    """
+
+
+@hookspec
+def startup(app: App) -> None:
+    """The daemon (or a CLI command that processes messages) is starting.
+
+    Called once, after plugins are loaded and settings validated, before the first message is
+    claimed. Start background threads here and stop them in :func:`shutdown`. An exception
+    here stops startup with the plugin's name.
+
+    :param app: the running application.
+    """
+
+
+@hookspec
+def shutdown(app: App) -> None:
+    """The daemon is stopping, after in-flight turns finished or were safely abandoned.
+
+    :param app: the running application.
+    """
+
+
+@hookspec
+def message_received(message: Message) -> None:
+    """An inbox file was claimed and parsed, before any processing.
+
+    Not called again when a claimed message is retried or resumed after a crash.
+
+    :param message: the parsed message (``id``, ``text``, ``channel``, ``conversation``,
+        ``new_conversation``, ``timestamp``, ``metadata``, ``source_name``).
+    """
+
+
+@hookspec
+def message_stored(conversation: Conversation, message: StoredMessage) -> None:
+    """A conversation message was committed to the store.
+
+    Fires once for the user's message, once for each assistant message (including those with
+    ``tool_use`` blocks) and once for each tool result, each right after its commit.
+
+    :param conversation: the conversation it belongs to.
+    :param message: the stored message (``role``, ``kind``, ``content`` blocks, ``turn``).
+    """
+
+
+@hookspec
+def deliver(outbox_item: OutboxItem) -> None:
+    """An outbox file was durably written; deliver it further (notify, post, sync...).
+
+    Called for question and message files as ``send_message`` produces them, and for the final
+    response or error file of every inbox message. Delivery is at least once: after a crash the
+    same item (same ``id``) may be delivered again. Do slow work in a thread of your own; this
+    call sits on the message's path.
+
+    :param outbox_item: ``id, in_reply_to, conversation, channel, turn, kind,
+        waiting_for_reply, text, path, created_at``.
+    """
+
+
+@hookspec
+def turn_failed(message: Message, error: Exception) -> None:
+    """An attempt at a message's turn failed.
+
+    Called for every failed attempt, whether the message is deferred for a later attempt or
+    dead (``error.retryable`` tells, for a ``ModelError``).
+
+    :param message: the inbox message whose turn failed.
+    :param error: the error, usually a :class:`smarthole.errors.ModelError`.
+    """
+
+
+@hookspec
+def event(event: Event) -> None:
+    """A lifecycle event was stored (``turn_started``, ``tool_called``, ``reply_written``...).
+
+    :param event: ``type, at, conversation, channel, turn, message_id`` and the event's own
+        fields in ``data``; ``event.as_dict()`` gives the JSON form that ``smarthole events
+        --json`` prints.
+    """
+
+
+@hookspec
+def extend_system_prompt(conversation: Conversation, message: Message) -> str | None:
+    """Add a section to the system prompt of a turn.
+
+    Every non-empty string returned is appended, after the built-in sections.
+
+    :param conversation: the conversation the turn belongs to.
+    :param message: the inbox message being answered.
+    :return: Markdown text to add, or None.
+    """

@@ -1,0 +1,235 @@
+"""The ledger of inbox messages: what arrived, with which content, and where it stands.
+
+Every claimed message has one row, keyed by message id, with the hash of its file's bytes. A
+message moves ``queued`` → ``in_progress`` → ``done``; a failed attempt makes it ``deferred``
+until ``next_attempt_at``; too many attempts (or an error no retry can fix) make it ``dead``.
+``smarthole retry`` turns a dead message into ``redrive``: its file is back in the inbox, and
+claiming it again requeues it with its attempts reset.
+"""
+
+from __future__ import annotations
+
+import enum
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from .message import Message, iso, parse_time
+from .store import Store
+
+ACTIVE = ("queued", "in_progress", "deferred")
+
+
+class Admission(enum.Enum):
+    """What claiming a message's id meant."""
+
+    NEW = "new"
+    REDRIVE = "redrive"
+    DUPLICATE = "duplicate"
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    message: Message
+    channel: str
+    status: str
+    attempts: int
+    generation: int
+    claimed_path: Path | None
+    conversation_id: str | None
+    turn: int | None
+    next_attempt_at: datetime | None
+    last_error: str | None
+    received_at: datetime
+    updated_at: datetime
+    failed_path: Path | None
+
+    @property
+    def id(self) -> str:
+        return self.message.id
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> LedgerEntry:
+        return cls(
+            message=Message.from_json(row["payload"]),
+            channel=row["channel"],
+            status=row["status"],
+            attempts=row["attempts"],
+            generation=row["generation"],
+            claimed_path=Path(row["claimed_path"]) if row["claimed_path"] else None,
+            conversation_id=row["conversation_id"],
+            turn=row["turn"],
+            next_attempt_at=parse_time(row["next_attempt_at"]) if row["next_attempt_at"] else None,
+            last_error=row["last_error"],
+            received_at=parse_time(row["received_at"]),
+            updated_at=parse_time(row["updated_at"]),
+            failed_path=Path(row["failed_path"]) if row["failed_path"] else None,
+        )
+
+
+class Ledger:
+    """Reads and writes the ``inbox`` table of a :class:`Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def admit(self, message: Message, *, channel: str, claimed_path: Path) -> Admission:
+        """Record a claimed message, or say why it must not be processed again."""
+        now = self.store.now()
+        with self.store.transaction() as db:
+            row = db.execute(
+                "SELECT status, content_hash FROM inbox WHERE message_id = ?", (message.id,)
+            ).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO inbox (message_id, content_hash, source_name, claimed_path, "
+                    "payload, channel, status, sort_at, received_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                    (
+                        message.id,
+                        message.content_hash,
+                        message.source_name,
+                        str(claimed_path),
+                        message.with_channel(channel).to_json(),
+                        channel,
+                        iso(message.timestamp),
+                        now,
+                        now,
+                    ),
+                )
+                return Admission.NEW
+            # `smarthole retry` marks a dead message 'redrive' and puts its file back; that
+            # file may have been re-created from the ledger, so its bytes may differ.
+            redrive = row["status"] == "redrive"
+            if row["content_hash"] != message.content_hash and not redrive:
+                return Admission.CONFLICT
+            if redrive or row["status"] == "dead":
+                db.execute(
+                    "UPDATE inbox SET status = 'queued', attempts = 0, generation = "
+                    "generation + 1, next_attempt_at = NULL, last_error = NULL, "
+                    "claimed_path = ?, failed_path = NULL, updated_at = ? WHERE message_id = ?",
+                    (str(claimed_path), now, message.id),
+                )
+                return Admission.REDRIVE
+            return Admission.DUPLICATE
+
+    def get(self, message_id: str) -> LedgerEntry | None:
+        row = self.store.query_one("SELECT * FROM inbox WHERE message_id = ?", (message_id,))
+        return LedgerEntry.from_row(row) if row else None
+
+    def with_prefix(self, prefix: str) -> list[LedgerEntry]:
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.store.query(
+            "SELECT * FROM inbox WHERE message_id LIKE ? ESCAPE '\\' LIMIT 10", (pattern,)
+        )
+        return [LedgerEntry.from_row(r) for r in rows]
+
+    def by_status(self, *statuses: str) -> list[LedgerEntry]:
+        marks = ", ".join("?" for _ in statuses)
+        rows = self.store.query(
+            f"SELECT * FROM inbox WHERE status IN ({marks}) ORDER BY channel, sort_at, rowid",
+            statuses,
+        )
+        return [LedgerEntry.from_row(r) for r in rows]
+
+    def channel_heads(self) -> list[LedgerEntry]:
+        """The first unfinished message of every channel, in channel order.
+
+        Messages of a channel run strictly in order, so only a channel's head may run.
+        """
+        rows = self.store.query(
+            "SELECT * FROM inbox WHERE rowid IN (SELECT (SELECT rowid FROM inbox AS i "
+            "WHERE i.channel = c.channel AND i.status IN ('queued', 'in_progress', 'deferred') "
+            "ORDER BY i.sort_at, i.rowid LIMIT 1) FROM (SELECT DISTINCT channel FROM inbox "
+            "WHERE status IN ('queued', 'in_progress', 'deferred')) AS c)"
+        )
+        return sorted((LedgerEntry.from_row(r) for r in rows), key=lambda e: e.channel)
+
+    def next_due(self) -> datetime | None:
+        row = self.store.query_one(
+            "SELECT MIN(next_attempt_at) AS due FROM inbox WHERE status = 'deferred'"
+        )
+        return parse_time(row["due"]) if row and row["due"] else None
+
+    def set_status(
+        self,
+        message_id: str,
+        status: str,
+        *,
+        db: sqlite3.Connection | None = None,
+        **values: object,
+    ) -> None:
+        allowed = {
+            "conversation_id",
+            "turn",
+            "last_error",
+            "next_attempt_at",
+            "attempts",
+            "failed_path",
+            "claimed_path",
+        }
+        assert set(values) <= allowed, values
+        assignments = "".join(f", {key} = ?" for key in values)
+        sql = f"UPDATE inbox SET status = ?, updated_at = ?{assignments} WHERE message_id = ?"
+        params = (status, self.store.now(), *values.values(), message_id)
+        if db is not None:
+            db.execute(sql, params)
+        else:
+            with self.store.transaction() as connection:
+                connection.execute(sql, params)
+
+    def record_failure(self, message_id: str, error: str) -> int:
+        """Count a failed attempt; returns the number of attempts so far."""
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE inbox SET attempts = attempts + 1, last_error = ?, updated_at = ? "
+                "WHERE message_id = ?",
+                (error, self.store.now(), message_id),
+            )
+            (attempts,) = db.execute(
+                "SELECT attempts FROM inbox WHERE message_id = ?", (message_id,)
+            ).fetchone()
+        return int(attempts)
+
+    def requeue_in_progress(self) -> int:
+        """After a stop, messages that were being processed are queued again."""
+        with self.store.transaction() as db:
+            cursor = db.execute(
+                "UPDATE inbox SET status = 'queued', updated_at = ? WHERE status = 'in_progress'",
+                (self.store.now(),),
+            )
+        return cursor.rowcount
+
+    def make_due(self, message_ids: Iterable[str] | None) -> int:
+        """Deferred messages become due now, with their attempts reset."""
+        now = self.store.now()
+        with self.store.transaction() as db:
+            if message_ids is None:
+                cursor = db.execute(
+                    "UPDATE inbox SET next_attempt_at = ?, attempts = 0, "
+                    "updated_at = ? WHERE status = 'deferred'",
+                    (now, now),
+                )
+                return cursor.rowcount
+            count = 0
+            for message_id in message_ids:
+                count += db.execute(
+                    "UPDATE inbox SET next_attempt_at = ?, attempts = 0, updated_at = ? "
+                    "WHERE status = 'deferred' AND message_id = ?",
+                    (now, now, message_id),
+                ).rowcount
+            return count
+
+    def claimed_paths(self) -> set[str]:
+        rows = self.store.query("SELECT claimed_path FROM inbox WHERE claimed_path IS NOT NULL")
+        return {row["claimed_path"] for row in rows}
+
+    def finished_with_claims(self) -> list[LedgerEntry]:
+        """Finished messages whose claimed file may still need removing (crash recovery)."""
+        rows = self.store.query(
+            "SELECT * FROM inbox WHERE status IN ('done', 'dead') AND claimed_path IS NOT NULL"
+        )
+        return [LedgerEntry.from_row(r) for r in rows]

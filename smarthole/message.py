@@ -1,0 +1,252 @@
+"""Inbox files into :class:`Message` values.
+
+Two formats: ``*.md``/``*.txt`` (the text, with optional TOML front matter between ``+++``
+lines) and ``*.json`` (an object with ``text`` and the same optional keys; a SmartHole desktop
+routed-message payload is accepted as is). Anything unusable raises ``MessageError`` with a
+one-line reason, which the inbox writes beside the file in ``failed/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time
+from pathlib import PurePath
+from typing import Any
+
+from .config import dumps_toml, loads_toml
+from .errors import ConfigError, MessageError
+
+FRONT_MATTER_FENCE = "+++"
+SUFFIXES = (".md", ".txt", ".json")
+KEYS = {"id", "channel", "conversation", "new_conversation", "timestamp", "metadata"}
+JSON_KEYS = KEYS | {"text"}
+DEFAULT_CHANNEL = "default"
+MAX_ID_LENGTH = 200
+CHANNEL_PATTERN = re.compile(r"^[\w.@+-]{1,64}$")
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message from the inbox.
+
+    ``channel`` is None when the file did not name one; the daemon then uses the channel of the
+    targeted conversation, or ``"default"``. ``timestamp`` is the file's own time if it gave
+    one, else its modification time; messages of a channel are processed in ``sort_key`` order.
+    """
+
+    id: str
+    text: str
+    source_name: str
+    timestamp: datetime
+    content_hash: str
+    channel: str | None = None
+    conversation: str | None = None
+    new_conversation: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id_derived: bool = False
+
+    @property
+    def sort_key(self) -> tuple[str, str]:
+        return (iso(self.timestamp), self.source_name)
+
+    def with_channel(self, channel: str) -> Message:
+        return replace(self, channel=channel)
+
+    def to_json(self) -> str:
+        """The form stored in the ledger, so a resumed message is never parsed again."""
+        data = {
+            "id": self.id,
+            "text": self.text,
+            "source_name": self.source_name,
+            "timestamp": iso(self.timestamp),
+            "content_hash": self.content_hash,
+            "channel": self.channel,
+            "conversation": self.conversation,
+            "new_conversation": self.new_conversation,
+            "metadata": self.metadata,
+            "id_derived": self.id_derived,
+        }
+        return json.dumps(data, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Message:
+        data = json.loads(text)
+        data["timestamp"] = parse_time(data["timestamp"])
+        return cls(**data)
+
+
+def iso(moment: datetime) -> str:
+    """A UTC time as a fixed-width ISO string; fixed width keeps SQLite ordering right."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def derive_id(name: str, data: bytes) -> str:
+    """A stable id for a file without one: the same name and bytes give the same id."""
+    digest = hashlib.sha256(name.encode() + b"\0" + data).hexdigest()
+    return f"m-{digest[:24]}"
+
+
+def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:
+    """Parse the bytes of inbox file ``name``; raises ``MessageError`` with the reason."""
+    suffix = PurePath(name).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise MessageError(f"unsupported file type {suffix or '(none)'!r}; use .md, .txt or .json")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MessageError(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from exc
+    text = text.removeprefix("\ufeff")
+    if suffix == ".json":
+        fields, body = _json_fields(text)
+    else:
+        fields, body = _front_matter_fields(text)
+    body = body.strip()
+    if not body:
+        raise MessageError("the message text is empty")
+    return _build(name, data, body, fields, modified)
+
+
+def _json_fields(text: str) -> tuple[dict[str, Any], str]:
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MessageError(f"invalid JSON: {exc}") from exc
+    if (
+        isinstance(payload, dict)
+        and payload.get("type") == "message"
+        and isinstance(payload.get("payload"), dict)
+    ):
+        payload = payload["payload"]  # a whole SmartHole desktop frame, not just its payload
+    if not isinstance(payload, dict):
+        raise MessageError('the JSON must be an object with a "text" key')
+    unknown = sorted(set(payload) - JSON_KEYS)
+    if unknown:
+        raise MessageError(
+            f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(JSON_KEYS))}"
+        )
+    body = payload.pop("text", None)
+    if not isinstance(body, str):
+        raise MessageError('"text" must be a string')
+    return payload, body
+
+
+def _front_matter_fields(text: str) -> tuple[dict[str, Any], str]:
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != FRONT_MATTER_FENCE:
+        return {}, text
+    for index, line in enumerate(lines[1:], start=1):
+        if line.strip() == FRONT_MATTER_FENCE:
+            header = "".join(lines[1:index])
+            body = "".join(lines[index + 1 :])
+            break
+    else:
+        raise MessageError("front matter has no closing +++ line")
+    try:
+        fields = loads_toml(header, source="front matter")
+    except ConfigError as exc:
+        raise MessageError(
+            str(exc).replace("front matter: invalid TOML", "invalid TOML front matter")
+        ) from exc
+    unknown = sorted(set(fields) - KEYS)
+    if unknown:
+        raise MessageError(
+            f"unknown front matter key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(KEYS))}"
+        )
+    return fields, body
+
+
+def _build(
+    name: str, data: bytes, body: str, fields: dict[str, Any], modified: datetime
+) -> Message:
+    message_id = fields.get("id")
+    if message_id is not None:
+        _check_text_field("id", message_id, MAX_ID_LENGTH)
+    channel = fields.get("channel")
+    if channel is not None and (not isinstance(channel, str) or not CHANNEL_PATTERN.match(channel)):
+        raise MessageError(f"channel {channel!r} must be 1-64 letters, digits or . _ @ + -")
+    conversation = fields.get("conversation")
+    if conversation is not None:
+        _check_text_field("conversation", conversation, MAX_ID_LENGTH)
+    new_conversation = fields.get("new_conversation", False)
+    if not isinstance(new_conversation, bool):
+        raise MessageError("new_conversation must be true or false")
+    if new_conversation and conversation:
+        raise MessageError("new_conversation and conversation cannot both be given")
+    metadata = fields.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise MessageError("metadata must be a table (an object)")
+    timestamp = _timestamp(fields.get("timestamp"), modified)
+    return Message(
+        id=message_id or derive_id(name, data),
+        id_derived=message_id is None,
+        text=body,
+        source_name=name,
+        timestamp=timestamp,
+        content_hash=content_hash(data),
+        channel=channel,
+        conversation=conversation,
+        new_conversation=new_conversation,
+        metadata=_jsonable(metadata),
+    )
+
+
+def _check_text_field(key: str, value: Any, limit: int) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise MessageError(f"{key} must be a non-empty string")
+    if len(value) > limit or CONTROL_CHARS.search(value):
+        raise MessageError(f"{key} must be at most {limit} characters with no control characters")
+
+
+def _timestamp(value: Any, modified: datetime) -> datetime:
+    if value is None:
+        return modified
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime.combine(value, time(), tzinfo=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
+        return datetime.fromtimestamp(seconds, UTC)
+    if isinstance(value, str):
+        try:
+            return parse_time(value)
+        except ValueError as exc:
+            raise MessageError(f"timestamp {value!r} is not an ISO 8601 time") from exc
+    raise MessageError(f"timestamp {value!r} is not a time")
+
+
+def _jsonable(value: Any) -> Any:
+    """TOML tables may hold dates; the ledger stores metadata as JSON."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    return value
+
+
+def render_message_file(text: str, **fields: Any) -> bytes:
+    """An inbox ``.md`` file: front matter for the fields that are set, then the text."""
+    present = {k: v for k, v in fields.items() if v not in (None, False, {})}
+    if not present:
+        return (text.rstrip("\n") + "\n").encode()
+    header = dumps_toml(present)
+    return f"{FRONT_MATTER_FENCE}\n{header}{FRONT_MATTER_FENCE}\n{text.rstrip()}\n".encode()

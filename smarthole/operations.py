@@ -1,0 +1,157 @@
+"""Operating a home from outside the daemon: status, retry, and waking the daemon.
+
+These work whether or not a daemon is running: they read and write the store (SQLite takes
+care of the concurrency) and move files in and out of ``failed/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from .config import Home
+from .errors import LookupFailed
+from .fsutil import move_durably, unique_path
+from .ledger import Ledger, LedgerEntry
+from .lock import holder
+from .message import iso
+from .pending import PendingQuestions
+from .store import Store
+
+logger = logging.getLogger(__name__)
+
+WAKE_FILE = ".smarthole-wake"
+
+
+def wake_daemon(home: Home) -> None:
+    """Nudge a running daemon to look at its queue now (any inbox event wakes it)."""
+    path = home.inbox / WAKE_FILE
+    with contextlib.suppress(OSError):
+        path.touch()
+        path.unlink()
+
+
+def status_report(home: Home, store: Store) -> dict[str, Any]:
+    ledger = Ledger(store)
+    pid = holder(home.lock_file)
+    report: dict[str, Any] = {"running": pid is not None, "pid": pid or None}
+    for key, status in (
+        ("queued", "queued"),
+        ("in_progress", "in_progress"),
+        ("deferred", "deferred"),
+    ):
+        report[key] = [_entry(e) for e in ledger.by_status(status)]
+    report["failed"] = _failed(home, ledger)
+    report["waiting"] = [
+        {
+            "conversation": q.conversation_id,
+            "channel": _channel(store, q.conversation_id),
+            "question": q.question,
+            "asked_at": iso(q.created_at),
+            "message_id": q.original_message_id,
+        }
+        for q in PendingQuestions(store).all()
+    ]
+    return report
+
+
+def _entry(entry: LedgerEntry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "channel": entry.channel,
+        "conversation": entry.conversation_id,
+        "turn": entry.turn,
+        "attempts": entry.attempts,
+        "next_attempt_at": iso(entry.next_attempt_at) if entry.next_attempt_at else None,
+        "last_error": entry.last_error,
+        "received_at": iso(entry.received_at),
+        "source_name": entry.message.source_name,
+    }
+
+
+def _failed(home: Home, ledger: Ledger) -> list[dict[str, Any]]:
+    """Dead messages from the ledger, plus files set aside as unusable (no ledger row)."""
+    items = []
+    seen: set[str] = set()
+    for entry in ledger.by_status("dead"):
+        path = str(entry.failed_path) if entry.failed_path else None
+        seen.add(path or "")
+        items.append({**_entry(entry), "file": path, "error": entry.last_error})
+    if home.failed.exists():
+        for error_file in sorted(home.failed.glob("*.error.txt")):
+            original = error_file.with_name(error_file.name.removesuffix(".error.txt"))
+            if str(original) in seen or not original.exists():
+                continue
+            reason = error_file.read_text(encoding="utf-8", errors="replace").splitlines()
+            items.append({"id": None, "file": str(original), "error": reason[0] if reason else ""})
+    return items
+
+
+def _channel(store: Store, conversation_id: str) -> str | None:
+    conversation = store.conversation(conversation_id)
+    return conversation.channel if conversation else None
+
+
+def retry(home: Home, store: Store, wanted: list[str] | None) -> list[tuple[str, str]]:
+    """Deferred messages become due now; dead ones go back into the inbox, attempts reset.
+
+    ``wanted`` holds ids or unique prefixes; None means every deferred and dead message.
+    Returns ``(message id, what was done)`` pairs.
+    """
+    ledger = Ledger(store)
+    if wanted is None:
+        entries = ledger.by_status("deferred", "dead")
+    else:
+        entries = [_resolve(ledger, w) for w in wanted]
+    done = []
+    for entry in entries:
+        if entry.status == "deferred":
+            ledger.make_due([entry.id])
+            done.append((entry.id, "due now"))
+        elif entry.status == "dead":
+            done.append((entry.id, _redrive(home, ledger, entry)))
+        else:
+            done.append((entry.id, f"not retried: it is {entry.status}"))
+    wake_daemon(home)
+    return done
+
+
+def _resolve(ledger: Ledger, wanted: str) -> LedgerEntry:
+    exact = ledger.get(wanted)
+    if exact is not None:
+        return exact
+    matches = ledger.with_prefix(wanted)
+    if not matches:
+        raise LookupFailed(f"no message matches {wanted!r}")
+    if len(matches) > 1:
+        raise LookupFailed(
+            f"{wanted!r} is ambiguous: it matches messages {', '.join(e.id for e in matches[:5])}"
+        )
+    return matches[0]
+
+
+def _redrive(home: Home, ledger: Ledger, entry: LedgerEntry) -> str:
+    """Move a dead message's file back into the inbox; claiming it requeues the message."""
+    from .inbox import drop_message
+
+    ledger.set_status(entry.id, "redrive")
+    source = entry.failed_path
+    if source is not None and source.exists():
+        home.inbox.mkdir(parents=True, exist_ok=True)
+        target = unique_path(home.inbox, entry.message.source_name)
+        move_durably(source, target)
+        with contextlib.suppress(FileNotFoundError):
+            source.with_name(source.name + ".error.txt").unlink()
+        return f"moved back to {target}"
+    # The file is gone from failed/ (someone cleaned up): write the message again.
+    message = entry.message
+    path = drop_message(
+        home.inbox,
+        message.text,
+        message_id=message.id,
+        channel=message.channel,
+        conversation=message.conversation,
+        metadata=message.metadata,
+    )
+    return f"re-created as {path}"

@@ -1,0 +1,409 @@
+"""One message through its turn: conversation, agent loop, reply, pending question.
+
+The processor is plain Python: it gets its collaborators (store, ledger, outbox, agent,
+titler) and never touches threads, signals or the SDK. It is safe to call again for a message
+whose earlier attempt failed or was cut off: the store says where the turn stands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from .errors import LookupFailed, MessageError, ModelError
+from .message import iso
+from .pending import PendingQuestion, PendingQuestions
+from .prompts import system_prompt
+from .store import Conversation
+from .turn import TurnInterrupted, TurnRun
+
+if TYPE_CHECKING:
+    from .agent import Agent, TurnOutcome
+    from .app import App
+    from .events import EventLog
+    from .inbox import Inbox
+    from .ledger import Ledger, LedgerEntry
+    from .outbox import Outbox
+    from .store import Store, StoredMessage
+    from .titles import Titler
+
+logger = logging.getLogger(__name__)
+
+
+def final_reply_id(message_id: str, generation: int) -> str:
+    """The id of a message's final outbox item: fixed, so writing it is idempotent."""
+    return hashlib.sha256(f"final:{generation}:{message_id}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class Processor:
+    """Runs the turns of inbox messages; one call of :meth:`process` per attempt."""
+
+    app: App
+    agent: Agent
+    ledger: Ledger
+    outbox: Outbox
+    events: EventLog
+    inbox: Inbox
+    titler: Titler | None = None
+    stop: threading.Event | None = None
+    rng: random.Random | None = None
+
+    def __post_init__(self) -> None:
+        self.store = self.app.store
+        self.config = self.app.config
+        self.pending = PendingQuestions(self.store)
+
+    # -- the attempt ------------------------------------------------------------------------
+
+    def process(self, entry: LedgerEntry) -> str:
+        """Run (or resume) the turn of ``entry``; returns done, deferred, dead or interrupted."""
+        try:
+            conversation, number = self._begin(entry)
+        except MessageError as exc:
+            self.inbox.set_aside(entry, str(exc))
+            return "dead"
+        run = self._turn_run(entry, conversation, number)
+        try:
+            outcome = self.agent.run(run)
+        except TurnInterrupted:
+            self.store.update_turn(conversation.id, number, status="interrupted")
+            self.ledger.set_status(entry.id, "queued")
+            self.events.emit(
+                "turn_interrupted",
+                conversation=conversation.id,
+                channel=conversation.channel,
+                turn=number,
+                message_id=entry.id,
+            )
+            return "interrupted"
+        except ModelError as exc:
+            return self._failed(entry, conversation, number, exc)
+        except Exception as exc:  # a bug or a broken plugin: log it, treat it as retryable
+            logger.exception("turn of message %s failed unexpectedly", entry.id)
+            error = ModelError(
+                f"internal error: {type(exc).__name__}: {exc}", retryable=True, kind="internal"
+            )
+            return self._failed(entry, conversation, number, error)
+        self._complete(entry, conversation, number, outcome)
+        return "done"
+
+    def _begin(self, entry: LedgerEntry) -> tuple[Conversation, int]:
+        """Find this message's turn (a retry or resume), or start it."""
+        turn = self.store.turn_for_message(entry.id)
+        if turn is not None:
+            conversation = self.store.conversation(turn.conversation_id)
+            assert conversation is not None
+            if turn.status in ("interrupted", "failed"):
+                self.events.emit(
+                    "conversation_resumed",
+                    conversation=conversation.id,
+                    channel=conversation.channel,
+                    turn=turn.number,
+                    message_id=entry.id,
+                    previous_status=turn.status,
+                )
+            self.store.update_turn(conversation.id, turn.number, status="running")
+            self.ledger.set_status(entry.id, "in_progress")
+            return conversation, turn.number
+        conversation = self._conversation_for(entry)
+        message = entry.message
+        with self.store.transaction() as db:
+            number = self.store.start_turn(db, conversation.id, entry.id)
+            stored = self.store.append_message(
+                conversation.id,
+                number,
+                "user",
+                "user",
+                [{"type": "text", "text": message.text}],
+                db=db,
+            )
+            self.ledger.set_status(
+                entry.id, "in_progress", conversation_id=conversation.id, turn=number, db=db
+            )
+            where: dict[str, Any] = {
+                "conversation": conversation.id,
+                "channel": conversation.channel,
+                "turn": number,
+                "message_id": entry.id,
+                "db": db,
+            }
+            self.events.emit("message_received", **where, source_name=message.source_name)
+            self.events.emit("turn_started", **where)
+            self.events.emit(
+                "message_stored", **where, role="user", kind="user", stored_id=stored.id
+            )
+        self._notify_stored(conversation.id, stored)
+        return conversation, number
+
+    def _conversation_for(self, entry: LedgerEntry) -> Conversation:
+        message = entry.message
+        if message.conversation:
+            return self._targeted(message.conversation)
+        active = self.store.active_conversation(entry.channel)
+        if active is not None:
+            reason = self._end_reason(active, new=message.new_conversation)
+            if reason is None:
+                return active
+            self.end(active, reason)
+        conversation = self.store.create_conversation(entry.channel)
+        self.events.emit(
+            "conversation_started",
+            conversation=conversation.id,
+            channel=conversation.channel,
+            message_id=entry.id,
+        )
+        return conversation
+
+    def _targeted(self, wanted: str) -> Conversation:
+        try:
+            conversation = resolve_conversation(self.store, wanted)
+        except LookupFailed as exc:
+            raise MessageError(str(exc)) from exc
+        if conversation.ended:
+            self.store.reopen_conversation(conversation.id)
+            self.events.emit(
+                "conversation_resumed",
+                conversation=conversation.id,
+                channel=conversation.channel,
+                reopened=True,
+            )
+            conversation = self.store.conversation(conversation.id) or conversation
+        return conversation
+
+    def _end_reason(self, active: Conversation, *, new: bool) -> str | None:
+        if new:
+            return "new_conversation"
+        idle = timedelta(minutes=self.config.conversation.idle_timeout_minutes)
+        if self.app.now() - active.updated_at <= idle:
+            return None
+        if self.pending.get(active.id) is not None:
+            return None  # it is waiting for this reply: the pending timeout governs instead
+        return "idle_timeout"
+
+    def end(self, conversation: Conversation, reason: str) -> bool:
+        """End a conversation (its summary becomes due). False if it had already ended."""
+        if not self.store.end_conversation(conversation.id, reason):
+            return False
+        self.events.emit(
+            "conversation_ended",
+            conversation=conversation.id,
+            channel=conversation.channel,
+            reason=reason,
+        )
+        return True
+
+    def _turn_run(self, entry: LedgerEntry, conversation: Conversation, number: int) -> TurnRun:
+        if self.titler is not None:
+            self.titler.sweep(channel=conversation.channel)
+        recent = self.store.recent_conversations(
+            channel=conversation.channel, ended_only=True, limit=2
+        )
+        extra = self.app.plugins.collect(
+            "extend_system_prompt", conversation=conversation, message=entry.message
+        )
+        system = system_prompt(
+            self.config.agent,
+            now=self.app.now(),
+            conversation=conversation,
+            turn=number,
+            recent=[c for c in recent if c.id != conversation.id],
+            pending=self.pending.get(conversation.id),
+            extra=extra,
+        )
+        return TurnRun(
+            app=self.app,
+            events=self.events,
+            outbox=self.outbox,
+            entry=entry,
+            conversation=conversation,
+            number=number,
+            system_blocks=system,
+            stop=self.stop,
+        )
+
+    # -- endings ----------------------------------------------------------------------------
+
+    def _complete(
+        self, entry: LedgerEntry, conversation: Conversation, number: int, outcome: TurnOutcome
+    ) -> None:
+        turn_messages = self.store.messages(conversation.id, turn=number)
+        questions = [m for m in turn_messages if m.kind == "question"]
+        if outcome.note and not any(m.kind == "note" for m in turn_messages):
+            self.store.append_message(
+                conversation.id,
+                number,
+                "assistant",
+                "note",
+                [{"type": "text", "text": outcome.note}],
+            )
+        self.outbox.send(
+            item_id=final_reply_id(entry.id, entry.generation),
+            in_reply_to=entry.id,
+            conversation=conversation.id,
+            channel=conversation.channel,
+            turn=number,
+            kind="response",
+            text=outcome.text,
+            waiting_for_reply=bool(questions),
+        )
+        turn = self.store.turn(conversation.id, number)
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE turns SET status = 'completed', finished_at = ?, note = ? "
+                "WHERE conversation_id = ? AND number = ?",
+                (self.store.now(), outcome.note, conversation.id, number),
+            )
+            self.ledger.set_status(entry.id, "done", db=db)
+            if questions:
+                tool_calls = sum(1 for m in turn_messages if m.kind == "tool_result")
+                self.pending.save(
+                    PendingQuestion(
+                        conversation_id=conversation.id,
+                        original_message_id=entry.id,
+                        question=questions[-1].text,
+                        tool_calls_completed=tool_calls,
+                        created_at=self.app.now(),
+                    )
+                )
+            else:
+                self.pending.clear(conversation.id)
+            self.events.emit(
+                "turn_completed",
+                conversation=conversation.id,
+                channel=conversation.channel,
+                turn=number,
+                message_id=entry.id,
+                db=db,
+                waiting_for_reply=bool(questions),
+                note=outcome.note,
+            )
+        self.inbox.release(entry)
+        if turn is not None and turn.end_requested is not None:
+            self.end(conversation, "end_conversation")
+        if self.titler is not None:
+            self.titler.title_due(conversation.id)
+            self.titler.sweep(channel=conversation.channel)
+
+    def _failed(
+        self, entry: LedgerEntry, conversation: Conversation, number: int, error: ModelError
+    ) -> str:
+        attempts = self.ledger.record_failure(entry.id, str(error))
+        self.store.append_message(
+            conversation.id, number, "assistant", "error", [{"type": "text", "text": str(error)}]
+        )
+        self.app.plugins.notify("turn_failed", message=entry.message, error=error)
+        where: dict[str, Any] = {
+            "conversation": conversation.id,
+            "channel": conversation.channel,
+            "turn": number,
+            "message_id": entry.id,
+        }
+        retry = self.config.retry
+        if error.retryable and attempts < retry.max_attempts:
+            delay = backoff_delay(
+                attempts,
+                error.retry_after,
+                base=retry.base_delay_seconds,
+                cap=retry.max_delay_seconds,
+                rng=self.rng,
+            )
+            due = self.app.now() + timedelta(seconds=delay)
+            self.ledger.set_status(entry.id, "deferred", next_attempt_at=iso(due))
+            self.store.update_turn(conversation.id, number, status="deferred", error=str(error))
+            self.events.emit(
+                "turn_deferred",
+                **where,
+                attempts=attempts,
+                error=str(error),
+                next_attempt_at=iso(due),
+                delay_seconds=round(delay, 3),
+            )
+            logger.warning(
+                "message %s deferred %.1fs after attempt %d: %s", entry.id, delay, attempts, error
+            )
+            return "deferred"
+        self.outbox.send(
+            item_id=final_reply_id(entry.id, entry.generation),
+            in_reply_to=entry.id,
+            conversation=conversation.id,
+            channel=conversation.channel,
+            turn=number,
+            kind="error",
+            text=friendly_error(error, entry.id),
+        )
+        self.store.update_turn(conversation.id, number, status="failed", error=str(error))
+        self.inbox.set_aside(entry, str(error), attempts=attempts)
+        self.events.emit("turn_failed", **where, attempts=attempts, error=str(error))
+        logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)
+        return "dead"
+
+    def _notify_stored(self, conversation_id: str, stored: StoredMessage) -> None:
+        conversation = self.store.conversation(conversation_id)
+        self.app.plugins.notify("message_stored", conversation=conversation, message=stored)
+
+
+def resolve_conversation(store: Store, wanted: str) -> Conversation:
+    """A conversation by full id or unique prefix; ``LookupFailed`` otherwise."""
+    exact = store.conversation(wanted)
+    if exact is not None:
+        return exact
+    matches = store.conversations_with_prefix(wanted)
+    if not matches:
+        raise LookupFailed(f"no conversation matches {wanted!r}")
+    if len(matches) > 1:
+        raise LookupFailed(
+            f"{wanted!r} is ambiguous: it matches conversations "
+            f"{', '.join(c.id for c in matches[:5])}"
+        )
+    return matches[0]
+
+
+def backoff_delay(
+    attempts: int,
+    retry_after: float | None,
+    *,
+    base: float,
+    cap: float,
+    rng: random.Random | None = None,
+) -> float:
+    """The server's requested delay if it sent one, else exponential with jitter; capped."""
+    if retry_after is not None:
+        return min(cap, retry_after)
+    jitter = 1 + (rng or random).uniform(0, 0.25)
+    return min(cap, base * 2 ** max(0, attempts - 1) * jitter)
+
+
+def friendly_error(error: ModelError, message_id: str) -> str:
+    """One sentence for the user; the details are in failed/ and ``smarthole status``."""
+    retry = f"run `smarthole retry {message_id}` to try again"
+    match error.kind:
+        case "auth":
+            return (
+                "Sorry, the AI service rejected smarthole's API key, so I could not answer "
+                f"this message; check ANTHROPIC_API_KEY, then {retry}."
+            )
+        case "spend_limit":
+            return (
+                "Sorry, the Anthropic account has reached its spend limit, so I could not "
+                f"answer this message; once it is raised, {retry}."
+            )
+        case "prompt_too_long":
+            return (
+                "Sorry, this conversation has grown too long for the model, so I could not "
+                "answer; start a new conversation and send it again."
+            )
+        case "invalid_request":
+            return (
+                "Sorry, the AI service refused this request, so I could not answer this "
+                f"message; {retry} after checking `smarthole status`."
+            )
+    return (
+        "Sorry, I could not reach the AI service after several attempts, so this message "
+        f"is still unanswered; {retry}."
+    )

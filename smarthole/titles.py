@@ -1,0 +1,141 @@
+"""Conversation titles and summaries, written by a model call with no tools.
+
+A title is due after a conversation's first completed turn, a summary when it ends. Both are
+marked ``pending`` in the store first, so a crash or an outage only delays them: whoever runs
+next (the channel's next turn, or the daemon's periodic sweep) writes them. A failed call
+falls back to "Untitled conversation" and to no summary. A title the user set is pinned and
+never replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from .errors import ModelError
+from .prompts import (
+    SUMMARY_REQUEST,
+    SUMMARY_SYSTEM,
+    TITLE_REQUEST,
+    TITLE_SYSTEM,
+    UNTITLED,
+    clean_summary,
+    clean_title,
+    transcript,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .agent import ModelClient
+    from .config import TitleSettings
+    from .events import EventLog
+    from .store import Conversation, Store
+
+logger = logging.getLogger(__name__)
+
+TITLE_MAX_TOKENS = 60
+SUMMARY_MAX_TOKENS = 400
+
+
+class Titler:
+    """Writes the titles and summaries that are due."""
+
+    def __init__(
+        self, store: Store, events: EventLog, client: ModelClient | None, settings: TitleSettings
+    ) -> None:
+        self.store = store
+        self.events = events
+        self.client = client if settings.enabled else None
+        self.settings = settings
+
+    @property
+    def enabled(self) -> bool:
+        return self.client is not None
+
+    def title_due(self, conversation_id: str) -> None:
+        """Mark a conversation as needing a title, unless it has one."""
+        if not self.enabled:
+            return
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
+                "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
+                (conversation_id,),
+            )
+
+    def write_title(self, conversation: Conversation) -> None:
+        if (
+            not self.enabled
+            or conversation.title_pinned
+            or conversation.title_state not in ("pending", "none")
+        ):
+            return
+        title = self._ask(conversation, TITLE_SYSTEM, TITLE_REQUEST, TITLE_MAX_TOKENS, clean_title)
+        state = "done" if title else "failed"
+        if self.store.set_title(conversation.id, title or UNTITLED, state=state):
+            self.events.emit(
+                "title_generated",
+                conversation=conversation.id,
+                channel=conversation.channel,
+                turn=conversation.turns,
+                title=title or UNTITLED,
+                fallback=title is None,
+            )
+
+    def write_summary(self, conversation: Conversation) -> None:
+        if conversation.summary_state != "pending":
+            return
+        if not self.enabled:
+            self.store.set_summary(conversation.id, None, state="disabled")
+            return
+        summary = self._ask(
+            conversation, SUMMARY_SYSTEM, SUMMARY_REQUEST, SUMMARY_MAX_TOKENS, clean_summary
+        )
+        self.store.set_summary(conversation.id, summary, state="done" if summary else "failed")
+        self.events.emit(
+            "summary_generated",
+            conversation=conversation.id,
+            channel=conversation.channel,
+            turn=conversation.turns,
+            summary=summary,
+        )
+
+    def sweep(self, *, channel: str | None = None, limit: int = 20) -> int:
+        """Write every due title and summary (of one channel, if given); returns how many."""
+        done = 0
+        for what, write in (("summary", self.write_summary), ("title", self.write_title)):
+            for conversation in self.store.conversations_needing(what, limit):
+                if channel is None or conversation.channel == channel:
+                    write(conversation)
+                    done += 1
+        return done
+
+    def _ask(
+        self,
+        conversation: Conversation,
+        system: str,
+        request: str,
+        max_tokens: int,
+        clean: Callable[[str], str | None],
+    ) -> str | None:
+        assert self.client is not None
+        text = transcript(self.store.messages(conversation.id))
+        if not text.strip():
+            return None
+        try:
+            reply = self.client.complete(
+                system=system,
+                messages=[{"role": "user", "content": request.format(transcript=text)}],
+                model=self.settings.model,
+                max_tokens=max_tokens,
+            )
+        except ModelError as exc:
+            logger.warning(
+                "could not write a %s for conversation %s: %s",
+                "title" if max_tokens == TITLE_MAX_TOKENS else "summary",
+                conversation.id,
+                exc,
+            )
+            return None
+        return clean(reply.text)

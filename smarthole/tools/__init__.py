@@ -1,0 +1,239 @@
+"""Tools: typed Python functions the agent can call, and the registry that holds them.
+
+A tool's JSON schema and argument validation come from its signature (through pydantic) and
+its parameter descriptions from its docstring. A parameter annotated :class:`ToolContext` is
+hidden from the model and receives the call's context instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import PluginError, ToolError
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..outbox import OutboxItem
+
+logger = logging.getLogger(__name__)
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class TurnControl(Protocol):
+    """What a turn offers its tools; implemented by the processor."""
+
+    def send_message(self, text: str, *, is_question: bool, tool_use_id: str) -> OutboxItem: ...
+
+    def end_conversation(self, reason: str | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where a tool call happens: give a tool a parameter of this type to receive it."""
+
+    app: App
+    conversation_id: str
+    channel: str
+    turn: int
+    message_id: str
+    tool_use_id: str
+    control: TurnControl
+
+    def send_message(self, text: str, *, is_question: bool = False) -> OutboxItem:
+        """Write an outbox file now (kind ``message``, or ``question``)."""
+        return self.control.send_message(
+            text, is_question=is_question, tool_use_id=self.tool_use_id
+        )
+
+    def end_conversation(self, reason: str | None = None) -> None:
+        """End the conversation once this turn completes."""
+        self.control.end_conversation(reason)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the model sees: ``text`` as the tool_result content, flagged when it is an error."""
+
+    text: str
+    is_error: bool = False
+
+
+@dataclass
+class Tool:
+    """One registered tool."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    plugin: str
+    idempotent: bool = False
+    context_parameter: str | None = None
+    _arguments: Any = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> str:
+        """The description's first line, for listings."""
+        return self.description.strip().splitlines()[0] if self.description.strip() else ""
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = self._arguments.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        schema.setdefault("properties", {})
+        return schema
+
+    def spec(self) -> dict[str, Any]:
+        """The tool definition sent to the Messages API."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+    def call(self, arguments: Any, context: ToolContext | None) -> ToolResult:
+        """Validate ``arguments`` against the signature and run the tool; never raises."""
+        import pydantic
+
+        if not isinstance(arguments, dict):
+            return ToolResult(f"Error: arguments for {self.name} must be an object", True)
+        try:
+            validated = self._arguments.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            return ToolResult(f"Error: invalid arguments for {self.name}: {problems}", True)
+        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        if self.context_parameter:
+            kwargs[self.context_parameter] = context
+        try:
+            value = self.function(**kwargs)
+        except ToolError as exc:
+            return ToolResult(f"Error: {exc}", True)
+        except Exception as exc:
+            logger.exception("tool %s (plugin %s) raised", self.name, self.plugin)
+            return ToolResult(
+                f"Error executing tool {self.name}: {type(exc).__name__}: {exc}", True
+            )
+        return ToolResult(_as_text(value))
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "Done."
+    return json.dumps(value, ensure_ascii=False, default=str, indent=2)
+
+
+class ToolRegistry:
+    """The tools of every plugin, by name."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def __iter__(self) -> typing.Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def register(
+        self,
+        function: Callable[..., Any],
+        *,
+        plugin: str,
+        idempotent: bool = False,
+        name: str | None = None,
+    ) -> Tool:
+        tool = build_tool(function, plugin=plugin, idempotent=idempotent, name=name)
+        if tool.name in self._tools:
+            other = self._tools[tool.name].plugin
+            raise PluginError(
+                f"plugin {plugin!r} registers tool {tool.name!r}, "
+                f"already registered by plugin {other!r}"
+            )
+        self._tools[tool.name] = tool
+        return tool
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [tool.spec() for tool in self._tools.values()]
+
+
+def build_tool(
+    function: Callable[..., Any], *, plugin: str, idempotent: bool = False, name: str | None = None
+) -> Tool:
+    """Make a :class:`Tool` from a typed function; raises ``PluginError`` if it cannot."""
+    import docstring_parser
+    import pydantic
+
+    tool_name = str(name or getattr(function, "__name__", ""))
+    if not TOOL_NAME.match(tool_name):
+        raise PluginError(
+            f"plugin {plugin!r}: tool name {tool_name!r} must match {TOOL_NAME.pattern}"
+        )
+    doc = docstring_parser.parse(inspect.getdoc(function) or "")
+    description = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
+    if not description:
+        raise PluginError(
+            f"plugin {plugin!r}: tool {tool_name!r} needs a docstring; "
+            "it is the description the model reads"
+        )
+    param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception as exc:
+        raise PluginError(
+            f"plugin {plugin!r}: tool {tool_name!r} has unresolvable type hints: {exc}"
+        ) from exc
+    fields: dict[str, Any] = {}
+    context_parameter = None
+    for parameter in inspect.signature(function).parameters.values():
+        annotation = hints.get(parameter.name, Any)
+        if annotation is ToolContext:
+            context_parameter = parameter.name
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise PluginError(
+                f"plugin {plugin!r}: tool {tool_name!r} may not take *args or "
+                "**kwargs; the model needs named parameters"
+            )
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (
+            annotation,
+            pydantic.Field(default, description=param_docs.get(parameter.name)),
+        )
+    try:
+        arguments = pydantic.create_model(
+            f"{tool_name}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
+        arguments.model_json_schema()
+    except Exception as exc:
+        raise PluginError(
+            f"plugin {plugin!r}: tool {tool_name!r} has parameters that have no JSON schema: {exc}"
+        ) from exc
+    return Tool(
+        name=tool_name,
+        description=description,
+        function=function,
+        plugin=plugin,
+        idempotent=idempotent,
+        context_parameter=context_parameter,
+        _arguments=arguments,
+    )

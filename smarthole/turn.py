@@ -1,0 +1,222 @@
+"""The store's view of one running turn, as the agent loop and the tools see it.
+
+``TurnRun`` implements the agent's ``TurnSession`` (history, what is stored, recording each
+message the moment it exists) and the tools' ``TurnControl`` (``send_message``,
+``end_conversation``). Every record is its own committed transaction, followed by its event and
+``message_stored`` hook.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .history import to_api_messages
+from .tools import ToolContext
+
+if TYPE_CHECKING:
+    from .agent import ModelReply
+    from .app import App
+    from .events import EventLog
+    from .ledger import LedgerEntry
+    from .outbox import Outbox, OutboxItem
+    from .store import Conversation, StoredMessage
+    from .tools import ToolResult
+
+API_KINDS = ("user", "assistant", "tool_result")
+
+
+class TurnInterrupted(Exception):
+    """A stop was requested; the turn stopped at a committed boundary and resumes later."""
+
+
+def derived_id(*parts: str) -> str:
+    return hashlib.sha256(":".join(parts).encode()).hexdigest()[:16]
+
+
+@dataclass
+class TurnRun:
+    app: App
+    events: EventLog
+    outbox: Outbox
+    entry: LedgerEntry
+    conversation: Conversation
+    number: int
+    system_blocks: list[dict[str, Any]]
+    stop: threading.Event | None = None
+    budget_chars: int = field(init=False)
+    trimmed: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.store = self.app.store
+        self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
+
+    @property
+    def _where(self) -> dict[str, Any]:
+        return {
+            "conversation": self.conversation.id,
+            "channel": self.conversation.channel,
+            "turn": self.number,
+            "message_id": self.entry.id,
+        }
+
+    # -- TurnSession ------------------------------------------------------------------------
+
+    def system(self) -> list[dict[str, Any]]:
+        return self.system_blocks
+
+    def history(self) -> list[dict[str, Any]]:
+        return to_api_messages(self._stored_history())
+
+    def _stored_history(self) -> list[StoredMessage]:
+        return self.store.recent_history(
+            self.conversation.id, current_turn=self.number, budget_chars=self.budget_chars
+        )
+
+    def turn_messages(self) -> list[StoredMessage]:
+        return [
+            m
+            for m in self.store.messages(self.conversation.id, turn=self.number)
+            if m.kind in API_KINDS
+        ]
+
+    def started_tools(self) -> dict[str, int]:
+        return self.store.started_tool_calls(self.conversation.id, self.number)
+
+    def record_assistant(self, reply: ModelReply) -> None:
+        self._append(
+            "assistant",
+            "assistant",
+            reply.content,
+            stop_reason=reply.stop_reason,
+            usage=reply.usage,
+        )
+
+    def record_tool_start(self, block: dict[str, Any]) -> None:
+        self.store.record_tool_start(block["id"], self.conversation.id, self.number, block["name"])
+        self.events.emit("tool_called", **self._where, tool=block["name"], tool_use_id=block["id"])
+
+    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
+        content = [
+            {
+                "type": "tool_result",
+                "tool_use_id": block["id"],
+                "content": result.text,
+                "is_error": result.is_error,
+            }
+        ]
+        with self.store.transaction() as db:
+            self._append("user", "tool_result", content, tool_use_id=block["id"], db=db)
+            self.events.emit(
+                "tool_finished",
+                **self._where,
+                db=db,
+                tool=block["name"],
+                tool_use_id=block["id"],
+                is_error=result.is_error,
+            )
+
+    def tool_context(self, block: dict[str, Any]) -> ToolContext:
+        return ToolContext(
+            app=self.app,
+            conversation_id=self.conversation.id,
+            channel=self.conversation.channel,
+            turn=self.number,
+            message_id=self.entry.id,
+            tool_use_id=block["id"],
+            control=self,
+        )
+
+    def check_stop(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise TurnInterrupted()
+
+    def trim_history(self) -> bool:
+        """Halve the earlier history sent to the model; False if there is none to trim."""
+        stored = self._stored_history()
+        earlier = sum(len(str(m.content)) for m in stored if m.turn != self.number)
+        if self.trimmed or earlier == 0:
+            return False
+        self.trimmed = True
+        current = sum(len(str(m.content)) for m in stored if m.turn == self.number)
+        self.budget_chars = current + earlier // 2
+        return True
+
+    # -- TurnControl ------------------------------------------------------------------------
+
+    def send_message(self, text: str, *, is_question: bool, tool_use_id: str) -> OutboxItem:
+        kind = "question" if is_question else "message"
+        item = self.outbox.send(
+            item_id=derived_id("send", tool_use_id),
+            in_reply_to=self.entry.id,
+            conversation=self.conversation.id,
+            channel=self.conversation.channel,
+            turn=self.number,
+            kind=kind,
+            text=text,
+            waiting_for_reply=is_question,
+        )
+        transcript_kind = "question" if is_question else "agent_message"
+        already = self.store.query_one(
+            "SELECT 1 FROM messages WHERE tool_use_id = ? AND kind = ?",
+            (tool_use_id, transcript_kind),
+        )
+        if already is None:
+            with self.store.transaction() as db:
+                self.store.append_message(
+                    self.conversation.id,
+                    self.number,
+                    "assistant",
+                    transcript_kind,
+                    [{"type": "text", "text": text}],
+                    tool_use_id=tool_use_id,
+                    db=db,
+                )
+                if is_question:
+                    self.events.emit(
+                        "question_asked", **self._where, db=db, question=text, outbox_id=item.id
+                    )
+        return item
+
+    def end_conversation(self, reason: str | None) -> None:
+        self.store.update_turn(
+            self.conversation.id, self.number, end_requested=reason or "requested by the agent"
+        )
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _append(
+        self,
+        role: str,
+        kind: str,
+        content: list[dict[str, Any]],
+        *,
+        tool_use_id: str | None = None,
+        db: Any = None,
+        **event_fields: Any,
+    ) -> None:
+        with self.store.transaction() as connection:
+            stored = self.store.append_message(
+                self.conversation.id,
+                self.number,
+                role,
+                kind,
+                content,
+                tool_use_id=tool_use_id,
+                db=db or connection,
+            )
+            self.events.emit(
+                "message_stored",
+                **self._where,
+                db=db or connection,
+                role=role,
+                kind=kind,
+                stored_id=stored.id,
+                **event_fields,
+            )
+            plugins, conversation = self.app.plugins, self.conversation
+            self.store.after_commit(
+                lambda: plugins.notify("message_stored", conversation=conversation, message=stored)
+            )

@@ -1,0 +1,308 @@
+"""Every hook: documented twice (docstring and docs/plugins.md) and exercised by a test here."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, drop, finals, run_once, write_config
+
+from smarthole import hookimpl, hookspecs
+from smarthole.errors import ConfigError, ModelError
+from smarthole.events import Event
+from smarthole.message import Message
+from smarthole.outbox import OutboxItem
+from smarthole.store import Conversation, StoredMessage
+from smarthole.testing import server_error, text, tool_use
+
+HOOKS = sorted(
+    name
+    for name, value in vars(hookspecs).items()
+    if callable(value) and hasattr(value, "smarthole_spec")
+)
+DOCS = (REPO / "docs" / "plugins.md").read_text()
+
+
+def test_the_hook_list_is_not_empty():
+    assert {
+        "register_tools",
+        "startup",
+        "shutdown",
+        "message_received",
+        "message_stored",
+        "deliver",
+        "turn_failed",
+        "event",
+    } <= set(HOOKS)
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_each_hook_has_a_docstring_a_docs_section_and_a_test(name):
+    spec = getattr(hookspecs, name)
+    doc = inspect.getdoc(spec) or ""
+    parameters = inspect.signature(spec).parameters
+    assert doc.splitlines()[0].strip(), f"{name} needs a one-line summary"
+    for parameter in parameters:
+        assert f":param {parameter}:" in doc, f"{name} docstring must describe {parameter}"
+    heading = re.search(rf"^### {name}\n\n`{name}\(([^)]*)\)`", DOCS, re.MULTILINE)
+    assert heading, f"docs/plugins.md needs a '### {name}' section starting with the signature"
+    assert heading.group(1).split(", ") == list(parameters)
+    section = DOCS[heading.end() :].split("\n### ")[0]
+    assert "```python" in section, f"the docs section of {name} needs an example"
+    assert f"test_hook_{name}" in globals(), f"{name} needs a test named test_hook_{name}"
+
+
+class Recorder:
+    """A plugin that records every notification it receives."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def of(self, hook: str) -> list[dict]:
+        return [kwargs for name, kwargs in self.calls if name == hook]
+
+    @hookimpl
+    def startup(self, app):
+        self.calls.append(("startup", {"app": app}))
+
+    @hookimpl
+    def shutdown(self, app):
+        self.calls.append(("shutdown", {"app": app}))
+
+    @hookimpl
+    def message_received(self, message):
+        self.calls.append(("message_received", {"message": message}))
+
+    @hookimpl
+    def message_stored(self, conversation, message):
+        self.calls.append(("message_stored", {"conversation": conversation, "message": message}))
+
+    @hookimpl
+    def deliver(self, outbox_item):
+        self.calls.append(
+            ("deliver", {"outbox_item": outbox_item, "exists": outbox_item.path.exists()})
+        )
+
+    @hookimpl
+    def turn_failed(self, message, error):
+        self.calls.append(("turn_failed", {"message": message, "error": error}))
+
+    @hookimpl
+    def event(self, event):
+        self.calls.append(("event", {"event": event}))
+
+
+@pytest.fixture
+def recorder():
+    return Recorder()
+
+
+def run_with(home, env, *plugins):
+    return run_once(home, env, extra_plugins=[(type(p).__name__.lower(), p) for p in plugins])
+
+
+def test_hook_startup(home, fake, env, recorder):
+    run_with(home, env, recorder)
+    (call,) = recorder.of("startup")
+    assert call["app"].home.root == home
+
+
+def test_hook_shutdown(home, fake, env, recorder):
+    run_with(home, env, recorder)
+    assert recorder.names()[-1] == "shutdown"
+
+
+def test_hook_message_received(home, fake, env, recorder):
+    fake.default = text("ok")
+    drop(home, "hello", "m1", channel="phone")
+    run_with(home, env, recorder)
+    (call,) = recorder.of("message_received")
+    message = call["message"]
+    assert isinstance(message, Message)
+    assert (message.id, message.text, message.channel) == ("m1", "hello", "phone")
+
+
+def test_hook_message_stored(home, fake, env, recorder):
+    committed: list[bool] = []
+
+    class Checker:
+        @hookimpl
+        def message_stored(self, conversation, message):
+            row = (
+                sqlite3.connect(home / ".smarthole" / "smarthole.db")
+                .execute("SELECT 1 FROM messages WHERE id = ?", (message.id,))
+                .fetchone()
+            )
+            committed.append(row is not None)
+
+    fake.add(tool_use("get_conversation", {}))
+    fake.add(text("done"))
+    drop(home, "hello", "m1")
+    run_with(home, env, recorder, Checker())
+    calls = recorder.of("message_stored")
+    assert [c["message"].kind for c in calls] == ["user", "assistant", "tool_result", "assistant"]
+    assert all(isinstance(c["conversation"], Conversation) for c in calls)
+    assert all(isinstance(c["message"], StoredMessage) and c["message"].turn == 1 for c in calls)
+    assert committed == [True] * 4
+
+
+def test_hook_deliver(home, fake, env, recorder):
+    fake.add(tool_use("send_message", {"message": "Which?", "is_question": True}))
+    fake.add(text("Asked."))
+    drop(home, "hello", "m1")
+    run_with(home, env, recorder)
+    calls = recorder.of("deliver")
+    assert [c["outbox_item"].kind for c in calls] == ["question", "response"]
+    assert all(c["exists"] for c in calls)
+    item = calls[-1]["outbox_item"]
+    assert isinstance(item, OutboxItem)
+    assert (item.in_reply_to, item.turn, item.waiting_for_reply, item.text) == (
+        "m1",
+        1,
+        True,
+        "Asked.",
+    )
+    assert item.as_dict()["text"] == "Asked."
+
+
+def test_hook_turn_failed(home, fake, env, recorder):
+    write_config(home, retry={"max_attempts": 1})
+    fake.add(server_error())
+    drop(home, "hello", "m1")
+    run_with(home, env, recorder)
+    (call,) = recorder.of("turn_failed")
+    assert call["message"].id == "m1"
+    assert isinstance(call["error"], ModelError) and call["error"].status == 500
+
+
+def test_hook_event(home, fake, env, recorder):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_with(home, env, recorder)
+    events = [c["event"] for c in recorder.of("event")]
+    assert all(isinstance(e, Event) for e in events)
+    assert [e.type for e in events][-1] == "turn_completed"
+    assert events[-1].as_dict()["message_id"] == "m1"
+
+
+def test_hook_extend_system_prompt(home, fake, env):
+    class Rules:
+        @hookimpl
+        def extend_system_prompt(self, conversation, message):
+            return f"## House rules\nAnswer {message.id} in French."
+
+    fake.default = text("D'accord")
+    drop(home, "hello", "m1")
+    run_with(home, env, Rules())
+    assert "## House rules\nAnswer m1 in French." in fake.requests[0].system_text
+
+
+def test_hook_register_tools(home, fake, env):
+    def shout(words: str) -> str:
+        """Say it louder.
+
+        :param words: What to shout.
+        """
+        return words.upper()
+
+    class Loud:
+        @hookimpl
+        def register_tools(self, register, app):
+            assert app.home.root == home
+            register(shout, idempotent=True)
+
+    fake.add(tool_use("shout", {"words": "hello"}))
+    fake.add(text("HELLO it is."))
+    drop(home, "shout hello", "m1")
+    run_with(home, env, Loud())
+    spec = next(t for t in fake.requests[0].body["tools"] if t["name"] == "shout")
+    assert spec["description"] == "Say it louder."
+    assert spec["input_schema"]["properties"]["words"]["description"] == "What to shout."
+    assert fake.requests[1].tool_results[0]["content"] == "HELLO"
+
+
+@dataclass(frozen=True)
+class GreeterSettings:
+    greeting: str = "hello"
+    times: int = 1
+
+    def __post_init__(self) -> None:
+        if self.times > 3:
+            raise ValueError("times must be at most 3")
+
+
+class Greeter:
+    def __init__(self) -> None:
+        self.seen = None
+
+    @hookimpl
+    def register_settings(self, register):
+        register("greeter", GreeterSettings)
+
+    @hookimpl
+    def startup(self, app):
+        self.seen = app.settings("greeter")
+
+
+def test_hook_register_settings(home, fake, env):
+    greeter = Greeter()
+    write_config(home, plugins={"greeter": {"greeting": "bonjour"}})
+    run_once(home, env, extra_plugins=[("greeter", greeter)])
+    assert greeter.seen == GreeterSettings(greeting="bonjour", times=1)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"greting": "x"}, "[plugins.greeter] unknown key 'greting'"),
+        ({"times": "two"}, "[plugins.greeter] times must be an integer"),
+        ({"times": 5}, "[plugins.greeter] times must be at most 3"),
+    ],
+)
+def test_bad_plugin_settings_stop_startup(home, fake, env, table, message):
+    write_config(home, plugins={"greeter": table})
+    with pytest.raises(ConfigError) as caught:
+        run_once(home, env, extra_plugins=[("greeter", Greeter())])
+    assert message in str(caught.value)
+
+
+def test_a_failing_notification_hook_is_logged_and_processing_goes_on(home, fake, env, caplog):
+    class Broken:
+        @hookimpl
+        def deliver(self, outbox_item):
+            raise RuntimeError("smtp is down")
+
+        @hookimpl
+        def event(self, event):
+            raise RuntimeError("metrics are down")
+
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env, extra_plugins=[("broken", Broken())])
+    assert finals(home)[0].text == "ok"
+    assert "plugin 'broken' failed in hook deliver" in caplog.text
+    assert "plugin 'broken' failed in hook event" in caplog.text
+
+
+def test_docs_guide_plugin_is_under_twenty_lines():
+    guide = DOCS.split("## Writing a plugin")[1].split("```python\n")[1].split("```")[0]
+    assert len(guide.strip().splitlines()) < 20
+
+
+def test_docs_testing_example_runs(tmp_path, monkeypatch):
+    """The 'Testing a plugin' example of docs/plugins.md, run as written."""
+    example = DOCS.split("### Testing a plugin")[1].split("```python\n")[1].split("```")[0]
+    guide = DOCS.split("## Writing a plugin")[1].split("```python\n")[1].split("```")[0]
+    (tmp_path / "dice.py").write_text(guide)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    namespace: dict = {}
+    exec(compile(example, "docs-example", "exec"), namespace)
+    namespace["test_the_agent_can_roll"](tmp_path / "home")
+    assert Path(tmp_path / "home" / "outbox").exists()

@@ -1,0 +1,378 @@
+"""Crash-proof, rate-limit-proof processing, tested with real processes and real signals."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import (
+    TEST_PLUGINS,
+    drop,
+    finals,
+    read_outbox,
+    run_once,
+    smarthole,
+    wait_for,
+    write_config,
+)
+
+from smarthole.agent import IN_DOUBT
+from smarthole.testing import (
+    error,
+    hold,
+    prompt_too_long,
+    rate_limited,
+    server_error,
+    text,
+    tool_use,
+)
+
+
+def db(home: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(home / ".smarthole" / "smarthole.db")
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+def tool_runs(home: Path) -> list[str]:
+    log = home / "tool-runs.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def assert_valid_history(home: Path) -> None:
+    """Every stored conversation is valid Messages API history, as stored (no repairs)."""
+    rows = (
+        db(home)
+        .execute(
+            "SELECT conversation_id, kind, content FROM messages WHERE kind IN "
+            "('user', 'assistant', 'tool_result') ORDER BY conversation_id, turn, id"
+        )
+        .fetchall()
+    )
+    conversations: dict[str, list[dict]] = {}
+    for row in rows:
+        messages = conversations.setdefault(row["conversation_id"], [])
+        role = "assistant" if row["kind"] == "assistant" else "user"
+        content = json.loads(row["content"])
+        if (
+            messages
+            and messages[-1]["role"] == role == "user"
+            and content[0]["type"] == "tool_result"
+        ):
+            messages[-1]["content"].extend(content)
+        else:
+            messages.append({"role": role, "content": content})
+    for messages in conversations.values():
+        assert messages[0]["role"] == "user"
+        for before, after in itertools.pairwise(messages):
+            assert before["role"] != after["role"], (before, after)
+            uses = [b["id"] for b in before["content"] if b["type"] == "tool_use"]
+            if uses:
+                results = [b["tool_use_id"] for b in after["content"] if b["type"] == "tool_result"]
+                assert results == uses
+
+
+def assert_one_final_each(home: Path, *message_ids: str) -> None:
+    replies = [f["in_reply_to"] for f in finals(home)]
+    assert sorted(replies) == sorted(message_ids), replies
+    assert not list((home / ".smarthole" / "claimed").iterdir())
+    statuses = {
+        row["message_id"]: row["status"]
+        for row in db(home).execute("SELECT message_id, status FROM inbox")
+    }
+    assert all(statuses[m] == "done" for m in message_ids), statuses
+
+
+@pytest.fixture
+def tools_home(home):
+    write_config(
+        home, plugins={"paths": [str(TEST_PLUGINS)], "enabled": ["testtools", "blocking_delivery"]}
+    )
+    return home
+
+
+# -- kill -9 at every step ------------------------------------------------------------------
+
+
+def test_kill_during_a_model_call(tools_home, fake, env, daemons):
+    home, release = tools_home, threading.Event()
+    fake.add(hold(release, text("too late")))
+    first = daemons(home, env)
+    drop(home, "hello", "m1")
+    fake.wait_for_requests(1, timeout=10)
+    first.kill()
+    release.set()
+    fake.add(text("Hello after the crash"))
+    daemons(home, env)
+    wait_for(lambda: finals(home), 15, "the reply after restart")
+    assert [f.text for f in finals(home)] == ["Hello after the crash"]
+    assert fake.requests[-1].last_user_text == "hello"
+    users = db(home).execute("SELECT COUNT(*) FROM messages WHERE kind = 'user'").fetchone()[0]
+    assert users == 1
+    assert_one_final_each(home, "m1")
+    assert_valid_history(home)
+
+
+def test_kill_after_a_tool_completed_before_the_next_model_call(tools_home, fake, env, daemons):
+    home, release = tools_home, threading.Event()
+    fake.add(tool_use("record", {"value": "once"}))
+    fake.add(hold(release, text("never seen")))
+    first = daemons(home, env)
+    drop(home, "record it", "m1")
+    fake.wait_for_requests(2, timeout=10)
+    first.kill()
+    release.set()
+    fake.add(text("Recorded."))
+    daemons(home, env)
+    wait_for(lambda: finals(home), 15)
+    assert tool_runs(home) == ["record once"]
+    assert fake.requests[-1].tool_results[0]["content"] == "recorded once"
+    assert_one_final_each(home, "m1")
+    assert_valid_history(home)
+
+
+def test_kill_during_a_non_idempotent_tool_reports_it_in_doubt(tools_home, fake, env, daemons):
+    home = tools_home
+    fake.add(tool_use("slow_record", {"tag": "x"}))
+    first = daemons(home, env)
+    drop(home, "record slowly", "m1")
+    wait_for(lambda: (home / "started-x").exists(), 10, "the tool to start")
+    first.kill()
+    (home / "started-x").unlink()
+    fake.add(text("I could not tell whether that worked."))
+    daemons(home, env)
+    wait_for(lambda: finals(home), 15)
+    (result,) = fake.requests[-1].tool_results
+    assert result["is_error"] and result["content"] == IN_DOUBT
+    assert not (home / "started-x").exists(), "the in-doubt tool was run again"
+    assert tool_runs(home) == []
+    assert_one_final_each(home, "m1")
+    assert_valid_history(home)
+
+
+def test_kill_during_an_idempotent_tool_runs_it_again(tools_home, fake, env, daemons):
+    home = tools_home
+    fake.add(tool_use("slow_lookup", {"tag": "y"}))
+    first = daemons(home, env)
+    drop(home, "look it up", "m1")
+    wait_for(lambda: (home / "started-y").exists(), 10, "the tool to start")
+    first.kill()
+    (home / "go-y").touch()
+    fake.add(text("Found it."))
+    daemons(home, env)
+    wait_for(lambda: finals(home), 15)
+    (result,) = fake.requests[-1].tool_results
+    assert not result["is_error"] and result["content"] == "looked up y"
+    assert tool_runs(home) == ["slow_lookup-start y", "slow_lookup-start y", "slow_lookup y"]
+    assert_one_final_each(home, "m1")
+    assert_valid_history(home)
+
+
+def test_kill_between_the_final_reply_and_releasing_the_claim(tools_home, fake, env, daemons):
+    home = tools_home
+    (home / "block-delivery").touch()
+    fake.add(text("The one and only reply."))
+    first = daemons(home, env)
+    drop(home, "hi", "m1")
+    wait_for(lambda: (home / "delivering-m1").exists(), 10, "the final reply")
+    assert list((home / ".smarthole" / "claimed").iterdir())
+    first.kill()
+    (home / "block-delivery").unlink()
+    second = daemons(home, env)
+    wait_for(lambda: not list((home / ".smarthole" / "claimed").iterdir()), 15)
+    second.terminate()
+    assert [f.text for f in read_outbox(home)] == ["The one and only reply."]
+    assert len(fake.requests) == 1
+    assert_one_final_each(home, "m1")
+
+
+# -- signals and the lock ---------------------------------------------------------------------
+
+
+def test_sigterm_during_a_model_call_exits_0_and_the_turn_resumes(home, fake, env, daemons):
+    release = threading.Event()
+    fake.add(hold(release, text("Finished after all.")))
+    daemon = daemons(home, env)
+    drop(home, "hello", "m1")
+    fake.wait_for_requests(1, timeout=10)
+    daemon.process.send_signal(signal.SIGTERM)
+    release.set()
+    assert daemon.process.wait(timeout=20) == 0
+    turn = db(home).execute("SELECT status FROM turns").fetchone()
+    assert turn["status"] == "interrupted"
+    assert finals(home) == []
+    run_once(home, env)
+    assert [f.text for f in finals(home)] == ["Finished after all."]
+    assert len(fake.requests) == 1, "the stored reply was used; no second model call"
+
+
+def test_sigterm_abandons_a_stuck_call_after_the_grace_period(home, fake, env, daemons):
+    write_config(home, daemon={"shutdown_grace_seconds": 0.5})
+    release = threading.Event()
+    fake.add(hold(release, text("never")))
+    daemon = daemons(home, env)
+    drop(home, "hello", "m1")
+    fake.wait_for_requests(1, timeout=10)
+    assert daemon.terminate(timeout=20) == 0
+    assert "abandoning" in daemon.output()
+    release.set()
+    fake.add(text("Second try."))
+    run_once(home, env)
+    assert [f.text for f in finals(home)] == ["Second try."]
+
+
+def test_a_second_daemon_on_the_same_home_is_refused(home, env, daemons):
+    first = daemons(home, env)
+    result = smarthole("run", "--home", str(home), env=env)
+    assert result.returncode == 2
+    assert f"already running (pid {first.process.pid})" in result.stderr
+
+
+def test_a_corrupt_database_is_moved_aside(home, fake, env):
+    state = home / ".smarthole"
+    (state / "smarthole.db").write_bytes(b"garbage" * 1000)
+    fake.add(text("Fresh start."))
+    drop(home, "hello", "m1")
+    result = smarthole("run", "--home", str(home), "--once", env=env)
+    assert result.returncode == 0, result.stderr
+    (aside,) = state.glob("smarthole.db.corrupt-*")
+    assert str(state / "smarthole.db") in result.stderr and "CORRUPT" in result.stderr
+    assert aside.read_bytes().startswith(b"garbage")
+    assert finals(home)[0].text == "Fresh start."
+
+
+# -- rate limits, outages, dead letters -------------------------------------------------------
+
+
+def test_429_with_retry_after_then_success(home, fake, env, live_daemon):
+    fake.add(rate_limited(retry_after=0.3))
+    fake.add(text("Made it."))
+    drop(home, "hello", "m1")
+    wait_for(lambda: finals(home), 15)
+    first, second = fake.requests
+    assert second.time - first.time >= 0.25
+    deferred = db(home).execute("SELECT data FROM events WHERE type = 'turn_deferred'").fetchone()
+    assert json.loads(deferred["data"])["delay_seconds"] == pytest.approx(0.3)
+    assert finals(home)[0].text == "Made it."
+
+
+def test_an_hour_long_retry_after_does_not_block_other_channels(home, fake, env, daemons):
+    write_config(home, retry={"max_delay_seconds": 3600})
+    fake.add(rate_limited(retry_after=3600), when=lambda r: "slow" in r.last_user_text)
+    fake.default = text("Quick answer.")
+    daemons(home, env)
+    drop(home, "slow one", "m1", channel="busy")
+    wait_for(lambda: len(fake.requests) == 1, 10)
+    drop(home, "fast one", "m2", channel="other")
+    wait_for(lambda: finals(home), 10, "the other channel's reply")
+    assert finals(home)[0]["in_reply_to"] == "m2"
+    status = json.loads(smarthole("status", "--home", str(home), "--json", env=env).stdout)
+    assert status["running"] is True
+    (deferred,) = status["deferred"]
+    assert deferred["id"] == "m1" and deferred["attempts"] == 1
+    assert deferred["channel"] == "busy" and "429" in deferred["last_error"]
+    assert {"queued", "in_progress", "failed", "waiting"} <= set(status)
+
+
+def test_the_deferral_schedule_survives_a_restart(home, fake, env):
+    write_config(home, retry={"max_delay_seconds": 3600})
+    fake.add(rate_limited(retry_after=3600))
+    drop(home, "hello", "m1")
+    daemon = run_once(home, env)
+    assert daemon.summary["deferred"] == 1
+    daemon = run_once(home, env)
+    assert len(fake.requests) == 1, "not due yet: no second attempt"
+    result = smarthole("run", "--home", str(home), "--once", env=env)
+    assert result.returncode == 0 and "1 message(s) deferred" in result.stderr
+
+
+def test_5xx_until_max_attempts_then_failed_and_retry_redrives(home, fake, env):
+    write_config(home, retry={"max_attempts": 3, "base_delay_seconds": 0.0})
+    fake.add(server_error(503), times=3)
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    (error_reply,) = finals(home)
+    assert error_reply["kind"] == "error" and "smarthole retry m1" in error_reply.text
+    assert len(error_reply.text.splitlines()) == 1 and "Traceback" not in error_reply.text
+    (failed,) = [p for p in (home / "failed").iterdir() if not p.name.endswith(".error.txt")]
+    reason = failed.with_name(failed.name + ".error.txt").read_text()
+    assert "HTTP 503" in reason and "attempts: 3" in reason
+    result = smarthole("retry", "--home", str(home), "m1", env=env)
+    assert result.returncode == 0 and "moved back" in result.stdout
+    assert not (home / "failed" / failed.name).exists()
+    fake.add(text("Worked this time."))
+    run_once(home, env)
+    assert [f["kind"] for f in finals(home)] == ["error", "response"]
+    assert finals(home)[-1].text == "Worked this time."
+    assert finals(home)[-1]["turn"] == 1
+
+
+def test_non_retryable_errors_go_dead_at_once(home, fake, env):
+    fake.add(error(401, "authentication_error", "invalid x-api-key"))
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    assert len(fake.requests) == 1
+    (reply,) = finals(home)
+    assert reply["kind"] == "error" and "API key" in reply.text
+
+
+def test_prompt_too_long_trims_history_and_retries_once(home, fake, env):
+    fake.default = text("ok")
+    for n in range(3):
+        drop(home, f"message {n} " + "x" * 200, f"m{n}")
+        run_once(home, env)
+    fake.add(prompt_too_long())
+    fake.add(text("Trimmed and answered."))
+    drop(home, "one more", "m9")
+    run_once(home, env)
+    long, short = fake.requests[-2:]
+    assert len(short.messages) < len(long.messages)
+    assert short.messages[-1] == long.messages[-1]
+    assert finals(home)[-1].text == "Trimmed and answered."
+
+
+def test_retry_makes_a_deferred_message_due_now(home, fake, env, live_daemon):
+    write_config(home, retry={"max_delay_seconds": 3600})
+    fake.add(rate_limited(retry_after=3600))
+    fake.add(text("Retried."))
+    drop(home, "hello", "m1")
+    wait_for(lambda: len(fake.requests) == 1, 10)
+    wait_for(
+        lambda: db(home).execute("SELECT status FROM inbox").fetchone()["status"] == "deferred", 10
+    )
+    result = smarthole("retry", "--home", str(home), "--all", env=env)
+    assert "m1: due now" in result.stdout
+    wait_for(lambda: finals(home), 10)
+    assert finals(home)[0].text == "Retried."
+
+
+# -- exactly once -----------------------------------------------------------------------------
+
+
+def test_a_duplicate_id_is_not_processed_again(home, fake, env):
+    fake.add(text("First and only."))
+    (home / "inbox" / "a.md").write_text("+++\nid = 'same'\n+++\nhello")
+    run_once(home, env)
+    (home / "inbox" / "again.md").write_text("+++\nid = 'same'\n+++\nhello")
+    run_once(home, env)
+    assert len(fake.requests) == 1 and len(finals(home)) == 1
+    assert not list((home / "inbox").iterdir())
+    duplicate = db(home).execute("SELECT * FROM events WHERE type = 'message_duplicate'")
+    assert duplicate.fetchone() is not None
+
+
+def test_an_id_reused_with_different_content_is_set_aside(home, fake, env):
+    fake.add(text("First."))
+    (home / "inbox" / "a.md").write_text("+++\nid = 'same'\n+++\nhello")
+    run_once(home, env)
+    (home / "inbox" / "b.md").write_text("+++\nid = 'same'\n+++\nsomething else")
+    run_once(home, env)
+    assert len(fake.requests) == 1
+    assert (
+        home / "failed" / "b.md.error.txt"
+    ).read_text().strip() == "id reused with different content"

@@ -1,0 +1,241 @@
+"""The SQLite store, the ledger and the history the model sees."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from smarthole.errors import CorruptStoreError
+from smarthole.history import NOT_RUN, to_api_messages
+from smarthole.ledger import Admission, Ledger
+from smarthole.message import parse_message
+from smarthole.pending import PendingQuestion, PendingQuestions
+from smarthole.store import Store, StoredMessage
+
+NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store.open(tmp_path / "smarthole.db", clock=lambda: NOW)
+    yield store
+    store.close()
+
+
+def text(t):
+    return [{"type": "text", "text": t}]
+
+
+def stored(kind, content, turn=1, tool_use_id=None):
+    role = "assistant" if kind == "assistant" else "user"
+    return StoredMessage(
+        id=0,
+        conversation_id="c",
+        turn=turn,
+        role=role,
+        kind=kind,
+        content=content,
+        created_at=NOW,
+        tool_use_id=tool_use_id,
+    )
+
+
+def tool_use(id, name="t"):
+    return {"type": "tool_use", "id": id, "name": name, "input": {}}
+
+
+def result(id):
+    return [{"type": "tool_result", "tool_use_id": id, "content": "ok", "is_error": False}]
+
+
+def assert_valid(messages):
+    """The rules the Messages API enforces on history."""
+    assert messages[0]["role"] == "user"
+    for before, after in itertools.pairwise(messages):
+        assert before["role"] != after["role"]
+        ids = [b["id"] for b in before["content"] if b["type"] == "tool_use"]
+        if ids:
+            answered = [b["tool_use_id"] for b in after["content"] if b["type"] == "tool_result"]
+            assert answered == ids
+    for message in messages:
+        assert all(b.get("text", "x").strip() for b in message["content"])
+
+
+# -- history ------------------------------------------------------------------------------------
+
+
+def test_a_tool_round_trip_becomes_alternating_messages():
+    history = to_api_messages(
+        [
+            stored("user", text("hi")),
+            stored("assistant", [*text("checking"), tool_use("a"), tool_use("b")]),
+            stored("tool_result", result("a"), tool_use_id="a"),
+            stored("tool_result", result("b"), tool_use_id="b"),
+            stored("assistant", text("done")),
+        ]
+    )
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert len(history[2]["content"]) == 2
+    assert_valid(history)
+
+
+def test_a_turn_that_died_after_the_user_message_merges_with_the_next():
+    history = to_api_messages(
+        [
+            stored("user", text("first"), turn=1),
+            stored("error", text("HTTP 500"), turn=1),
+            stored("user", text("second"), turn=2),
+        ]
+    )
+    assert history == [{"role": "user", "content": text("first") + text("second")}]
+
+
+def test_unanswered_tool_calls_of_a_dead_turn_get_error_results():
+    history = to_api_messages(
+        [
+            stored("user", text("first"), turn=1),
+            stored("assistant", [tool_use("a"), tool_use("b")], turn=1),
+            stored("tool_result", result("a"), turn=1, tool_use_id="a"),
+            stored("user", text("second"), turn=2),
+        ]
+    )
+    assert_valid(history)
+    results = history[2]["content"]
+    assert [b.get("tool_use_id") for b in results[:2]] == ["a", "b"]
+    assert results[1]["content"] == NOT_RUN and results[1]["is_error"]
+    assert results[2] == text("second")[0]
+
+
+def test_empty_text_blocks_are_dropped():
+    history = to_api_messages(
+        [
+            stored("user", text("hi")),
+            stored("assistant", text("")),
+            stored("user", text("again"), turn=2),
+        ]
+    )
+    assert history == [{"role": "user", "content": text("hi") + text("again")}]
+
+
+# -- store ------------------------------------------------------------------------------------
+
+
+def start(store, conversation, message_id, words):
+    with store.transaction() as db:
+        number = store.start_turn(db, conversation.id, message_id)
+        store.append_message(conversation.id, number, "user", "user", text(words), db=db)
+    return number
+
+
+def test_turns_are_numbered_from_one(store):
+    conversation = store.create_conversation("default")
+    assert start(store, conversation, "m1", "a") == 1
+    assert start(store, conversation, "m2", "b") == 2
+    assert store.conversation(conversation.id).turns == 2
+    assert store.turn_for_message("m2").number == 2
+
+
+def test_history_keeps_whole_recent_turns_within_budget(store):
+    conversation = store.create_conversation("default")
+    for n in range(1, 6):
+        start(store, conversation, f"m{n}", "x" * 100)
+        store.append_message(conversation.id, n, "assistant", "assistant", text("y" * 100))
+    history = store.recent_history(conversation.id, current_turn=5, budget_chars=600)
+    assert sorted({m.turn for m in history}) == [4, 5]
+    everything = store.recent_history(conversation.id, current_turn=5, budget_chars=10**9)
+    assert len(everything) == 10
+    tiny = store.recent_history(conversation.id, current_turn=5, budget_chars=1)
+    assert {m.turn for m in tiny} == {5}  # the current turn is always sent
+
+
+def test_a_pinned_title_is_never_overwritten(store):
+    conversation = store.create_conversation("default")
+    assert store.set_title(conversation.id, "Mine", pinned=True)
+    assert not store.set_title(conversation.id, "Generated")
+    assert store.conversation(conversation.id).title == "Mine"
+    assert store.set_title(conversation.id, "Mine again", pinned=True)
+
+
+def test_plugin_data_round_trips_and_corrupt_values_are_moved_aside(store, caplog):
+    data = store.plugin_data("demo")
+    data.set("k", {"a": [1, 2]})
+    assert data.get("k") == {"a": [1, 2]}
+    with store.transaction() as db:
+        db.execute("UPDATE plugin_data SET value = '{broken' WHERE plugin = 'demo'")
+    assert data.get("k", "default") == "default"
+    assert "CORRUPT plugin data demo/k" in caplog.text
+    assert store.query("SELECT value FROM plugin_data_corrupt")[0]["value"] == "{broken"
+    assert data.get("k") is None
+
+
+def test_a_corrupt_database_is_moved_aside_when_recovering(tmp_path, caplog):
+    path = tmp_path / "smarthole.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(CorruptStoreError):
+        Store.open(path, clock=lambda: NOW)
+    store = Store.open(path, clock=lambda: NOW, recover=True)
+    store.close()
+    aside = list(tmp_path.glob("smarthole.db.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not")
+    assert str(path) in caplog.text and "CORRUPT" in caplog.text
+    sqlite3.connect(path).execute("SELECT * FROM conversations").fetchall()
+
+
+def test_hooks_run_only_after_commit(store):
+    seen = []
+    with store.transaction():
+        store.after_commit(lambda: seen.append("hook"))
+        assert seen == []
+    assert seen == ["hook"]
+    with pytest.raises(RuntimeError), store.transaction():
+        store.after_commit(lambda: seen.append("rolled back"))
+        raise RuntimeError
+    assert seen == ["hook"]
+
+
+# -- ledger and pending questions ---------------------------------------------------------------
+
+
+def message(name, data):
+    return parse_message(name, data.encode(), modified=NOW)
+
+
+def test_ledger_admits_once_and_spots_reuse(store, tmp_path):
+    ledger = Ledger(store)
+    first = message("a.md", "+++\nid = 'x'\n+++\nhello")
+    assert ledger.admit(first, channel="default", claimed_path=tmp_path / "a") is Admission.NEW
+    assert (
+        ledger.admit(first, channel="default", claimed_path=tmp_path / "b") is Admission.DUPLICATE
+    )
+    other = message("a.md", "+++\nid = 'x'\n+++\ngoodbye")
+    assert ledger.admit(other, channel="default", claimed_path=tmp_path / "c") is Admission.CONFLICT
+    ledger.set_status("x", "dead")
+    assert ledger.admit(first, channel="default", claimed_path=tmp_path / "d") is Admission.REDRIVE
+    entry = ledger.get("x")
+    assert (entry.status, entry.attempts, entry.generation) == ("queued", 0, 1)
+
+
+def test_only_the_head_of_each_channel_is_runnable(store, tmp_path):
+    ledger = Ledger(store)
+    for name, channel, when in [("a", "one", "01"), ("b", "one", "02"), ("c", "two", "03")]:
+        msg = message(
+            f"{name}.md", f"+++\nid = '{name}'\ntimestamp = 2026-01-{when}T00:00:00Z\n+++\n{name}"
+        )
+        ledger.admit(msg, channel=channel, claimed_path=tmp_path / name)
+    assert [e.id for e in ledger.channel_heads()] == ["a", "c"]
+    ledger.set_status("a", "done")
+    assert [e.id for e in ledger.channel_heads()] == ["b", "c"]
+
+
+def test_pending_questions_expire_strictly_after_the_timeout(store):
+    pending = PendingQuestions(store)
+    for minutes, conversation in ((59, "young"), (61, "old")):
+        pending.save(
+            PendingQuestion(conversation, "m", "Which list?", 1, NOW - timedelta(minutes=minutes))
+        )
+    dropped = pending.expire(NOW, 60)
+    assert [q.conversation_id for q in dropped] == ["old"]
+    assert pending.get("young") is not None and pending.get("old") is None
