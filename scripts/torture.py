@@ -47,6 +47,8 @@ class Result:
     tools_run_twice: int
     left_claimed: int
     invalid_histories: int
+    turns_resumed: int
+    tools_in_doubt: int
 
     @property
     def ok(self) -> bool:
@@ -74,7 +76,7 @@ def torture(
     kills: int,
     seed: int,
     root: Path,
-    max_gap: float = 0.6,
+    max_gap: float = 0.3,
     quiet: bool = False,
 ) -> Result:
     rng = random.Random(seed)
@@ -106,11 +108,14 @@ def torture(
         command = [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)]
         for kill in range(kills):
             process = subprocess.Popen(
-                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
             )
-            time.sleep(rng.uniform(0.05, max_gap))
+            wait_until_watching(process)
+            time.sleep(rng.uniform(0.0, max_gap))
             process.send_signal(signal.SIGKILL)
             process.wait()
+            assert process.stderr is not None
+            process.stderr.close()
             if not quiet:
                 print(f"kill {kill + 1}/{kills}: {answered(home)}/{messages} answered", flush=True)
         final = subprocess.run(
@@ -119,6 +124,15 @@ def torture(
         if final.returncode != 0:
             raise SystemExit(f"the last daemon failed:\n{final.stderr}")
     return check(home, ids, kills, time.monotonic() - started)
+
+
+def wait_until_watching(process: subprocess.Popen[str]) -> None:
+    """Kill only a daemon that got going: before that, a kill tests nothing."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        if "is watching" in line:
+            return
+    raise SystemExit(f"the daemon exited before it started (code {process.wait()})")
 
 
 def answered(home: Home) -> int:
@@ -145,7 +159,18 @@ def check(home: Home, ids: list[str], kills: int, seconds: float) -> Result:
         tools_run_twice=sum(1 for count in runs.values() if count > 1),
         left_claimed=len(list(home.claimed.iterdir())),
         invalid_histories=invalid_histories(home),
+        turns_resumed=count(home, "SELECT COUNT(*) FROM events WHERE type = 'turn_interrupted'"),
+        tools_in_doubt=count(
+            home,
+            "SELECT COUNT(*) FROM messages WHERE kind = 'tool_result' "
+            "AND content LIKE '%outcome is unknown%'",
+        ),
     )
+
+
+def count(home: Home, sql: str) -> int:
+    with sqlite3.connect(home.database) as db:
+        return int(db.execute(sql).fetchone()[0])
 
 
 def invalid_histories(home: Home) -> int:

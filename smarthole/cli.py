@@ -58,9 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def configure_logging(args: argparse.Namespace) -> None:
     verbose = getattr(args, "verbose", 0)
     level = (
-        logging.DEBUG
-        if verbose
-        else (logging.INFO if args.command in ("run", "demo") else logging.WARNING)
+        logging.DEBUG if verbose else (logging.INFO if args.command == "run" else logging.WARNING)
     )
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s"

@@ -15,241 +15,22 @@ import contextlib
 import itertools
 import json
 import logging
-import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .errors import CorruptStoreError, StoreError
 from .message import iso, parse_time
+from .plugindata import PluginData
+from .records import Conversation, StoredMessage, Turn, new_id
+from .schema import connect
+
+__all__ = ["Conversation", "PluginData", "Store", "StoredMessage", "Turn", "new_id"]
 
 logger = logging.getLogger(__name__)
-
-SCHEMA_VERSION = 1
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    channel TEXT NOT NULL,
-    title TEXT,
-    title_pinned INTEGER NOT NULL DEFAULT 0,
-    title_state TEXT NOT NULL DEFAULT 'none',
-    summary TEXT,
-    summary_state TEXT NOT NULL DEFAULT 'none',
-    turns INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    ended_at TEXT,
-    end_reason TEXT
-);
-CREATE INDEX IF NOT EXISTS conversations_by_channel
-    ON conversations (channel, ended_at, updated_at);
-CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
-CREATE TABLE IF NOT EXISTS turns (
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    number INTEGER NOT NULL,
-    message_id TEXT NOT NULL UNIQUE,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    error TEXT,
-    note TEXT,
-    end_requested TEXT,
-    PRIMARY KEY (conversation_id, number)
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    turn INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    content TEXT NOT NULL,
-    tool_use_id TEXT,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, turn, id);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_by_tool_use
-    ON messages (tool_use_id, kind) WHERE tool_use_id IS NOT NULL;
-CREATE TABLE IF NOT EXISTS tool_calls (
-    tool_use_id TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    turn INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    runs INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS plugin_data (
-    plugin TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (plugin, key)
-);
-CREATE TABLE IF NOT EXISTS plugin_data_corrupt (
-    plugin TEXT NOT NULL, key TEXT NOT NULL, value TEXT, found_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS inbox (
-    message_id TEXT PRIMARY KEY,
-    content_hash TEXT NOT NULL,
-    source_name TEXT NOT NULL,
-    claimed_path TEXT,
-    payload TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    conversation_id TEXT,
-    turn INTEGER,
-    status TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    generation INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at TEXT,
-    last_error TEXT,
-    sort_at TEXT NOT NULL,
-    received_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    failed_path TEXT
-);
-CREATE INDEX IF NOT EXISTS inbox_by_status ON inbox (status, channel, sort_at);
-CREATE TABLE IF NOT EXISTS outbox (
-    id TEXT PRIMARY KEY,
-    in_reply_to TEXT NOT NULL,
-    conversation_id TEXT,
-    channel TEXT NOT NULL,
-    turn INTEGER,
-    kind TEXT NOT NULL,
-    waiting_for_reply INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    file_name TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    state TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS outbox_by_reply ON outbox (in_reply_to, created_at);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    type TEXT NOT NULL,
-    at TEXT NOT NULL,
-    conversation_id TEXT,
-    channel TEXT,
-    turn INTEGER,
-    message_id TEXT,
-    data TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id);
-"""
-
-
-def new_id() -> str:
-    """A short random id; people type prefixes of these."""
-    return secrets.token_hex(8)
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A conversation as stored; ``turns`` counts its user messages."""
-
-    id: str
-    channel: str
-    title: str | None
-    title_pinned: bool
-    summary: str | None
-    turns: int
-    created_at: datetime
-    updated_at: datetime
-    ended_at: datetime | None
-    end_reason: str | None
-    title_state: str = "none"
-    summary_state: str = "none"
-
-    @property
-    def ended(self) -> bool:
-        return self.ended_at is not None
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Conversation:
-        return cls(
-            id=row["id"],
-            channel=row["channel"],
-            title=row["title"],
-            title_pinned=bool(row["title_pinned"]),
-            summary=row["summary"],
-            turns=row["turns"],
-            created_at=parse_time(row["created_at"]),
-            updated_at=parse_time(row["updated_at"]),
-            ended_at=parse_time(row["ended_at"]) if row["ended_at"] else None,
-            end_reason=row["end_reason"],
-            title_state=row["title_state"],
-            summary_state=row["summary_state"],
-        )
-
-
-@dataclass(frozen=True)
-class Turn:
-    conversation_id: str
-    number: int
-    message_id: str
-    status: str
-    started_at: datetime
-    finished_at: datetime | None
-    error: str | None
-    note: str | None
-    end_requested: str | None
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Turn:
-        return cls(
-            conversation_id=row["conversation_id"],
-            number=row["number"],
-            message_id=row["message_id"],
-            status=row["status"],
-            started_at=parse_time(row["started_at"]),
-            finished_at=parse_time(row["finished_at"]) if row["finished_at"] else None,
-            error=row["error"],
-            note=row["note"],
-            end_requested=row["end_requested"],
-        )
-
-
-@dataclass(frozen=True)
-class StoredMessage:
-    """One stored conversation message.
-
-    ``kind`` is ``user``, ``assistant`` or ``tool_result`` (these form the Messages API
-    history), or ``agent_message`` (a ``send_message`` text), ``error`` or ``note`` (transcript
-    only). ``content`` is a list of Messages API content blocks.
-    """
-
-    id: int
-    conversation_id: str
-    turn: int
-    role: str
-    kind: str
-    content: list[dict[str, Any]]
-    created_at: datetime
-    tool_use_id: str | None = None
-
-    @property
-    def text(self) -> str:
-        return "\n".join(b["text"] for b in self.content if b.get("type") == "text")
-
-    @property
-    def tool_uses(self) -> list[dict[str, Any]]:
-        return [b for b in self.content if b.get("type") == "tool_use"]
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> StoredMessage:
-        return cls(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            turn=row["turn"],
-            role=row["role"],
-            kind=row["kind"],
-            content=json.loads(row["content"]),
-            created_at=parse_time(row["created_at"]),
-            tool_use_id=row["tool_use_id"],
-        )
 
 
 class Store:
@@ -273,7 +54,7 @@ class Store:
         """
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            return cls(_connect(path, check=recover), path, clock)
+            return cls(connect(path, check=recover), path, clock)
         except sqlite3.DatabaseError as exc:
             if not recover:
                 raise CorruptStoreError(
@@ -291,7 +72,7 @@ class Store:
                 sidecar = path.with_name(path.name + suffix)
                 if sidecar.exists():
                     sidecar.replace(aside.with_name(aside.name + suffix))
-            return cls(_connect(path, check=True), path, clock)
+            return cls(connect(path, check=True), path, clock)
 
     def close(self) -> None:
         with self._lock:
@@ -398,13 +179,6 @@ class Store:
     def open_conversations(self) -> list[Conversation]:
         rows = self.query("SELECT * FROM conversations WHERE ended_at IS NULL")
         return [Conversation.from_row(r) for r in rows]
-
-    def touch_conversation(self, conversation_id: str) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id = ?",
-                (self.now(), conversation_id),
-            )
 
     def end_conversation(self, conversation_id: str, reason: str) -> bool:
         """Mark a conversation ended (its summary becomes due). False if it already was."""
@@ -627,105 +401,5 @@ class Store:
         return PluginData(self, plugin)
 
 
-class PluginData:
-    """JSON values of one plugin, one row per key, each write its own transaction."""
-
-    def __init__(self, store: Store, plugin: str) -> None:
-        self.store = store
-        self.plugin = plugin
-
-    def get(self, key: str, default: Any = None) -> Any:
-        row = self.store.query_one(
-            "SELECT value FROM plugin_data WHERE plugin = ? AND key = ?", (self.plugin, key)
-        )
-        if row is None:
-            return default
-        return self._decode(key, row["value"], default)
-
-    def set(self, key: str, value: Any) -> None:
-        encoded = json.dumps(value, ensure_ascii=False)  # raises TypeError if not JSON-able
-        with self.store.transaction() as db:
-            db.execute(
-                "INSERT INTO plugin_data (plugin, key, value, updated_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (plugin, key) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at",
-                (self.plugin, key, encoded, self.store.now()),
-            )
-
-    def delete(self, key: str) -> None:
-        with self.store.transaction() as db:
-            db.execute("DELETE FROM plugin_data WHERE plugin = ? AND key = ?", (self.plugin, key))
-
-    def items(self) -> list[tuple[str, Any]]:
-        rows = self.store.query(
-            "SELECT key, value FROM plugin_data WHERE plugin = ? ORDER BY key", (self.plugin,)
-        )
-        result = []
-        for row in rows:
-            value = self._decode(row["key"], row["value"], _MISSING)
-            if value is not _MISSING:
-                result.append((row["key"], value))
-        return result
-
-    def _decode(self, key: str, raw: str, default: Any) -> Any:
-        try:
-            return json.loads(raw)
-        except ValueError:
-            logger.warning(
-                "CORRUPT plugin data %s/%s: moved the value aside to table "
-                "plugin_data_corrupt and treated it as missing",
-                self.plugin,
-                key,
-            )
-            with self.store.transaction() as db:
-                db.execute(
-                    "INSERT INTO plugin_data_corrupt (plugin, key, value, found_at) "
-                    "VALUES (?, ?, ?, ?)",
-                    (self.plugin, key, raw, self.store.now()),
-                )
-                db.execute(
-                    "DELETE FROM plugin_data WHERE plugin = ? AND key = ?", (self.plugin, key)
-                )
-            return default
-
-
-_MISSING = object()
-
-
 def _stamp(moment: datetime) -> str:
     return iso(moment).replace(":", "").replace("-", "")[:15] + "Z"
-
-
-def _connect(path: Path, *, check: bool) -> sqlite3.Connection:
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-    db.row_factory = sqlite3.Row
-    try:
-        db.execute("PRAGMA busy_timeout = 30000")
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = FULL")
-        db.execute("PRAGMA foreign_keys = ON")
-        if check:
-            (result,) = db.execute("PRAGMA quick_check").fetchone()
-            if result != "ok":
-                raise sqlite3.DatabaseError(f"integrity check failed: {result}")
-        _migrate(db)
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    # CREATE ... IF NOT EXISTS is idempotent, so two processes opening a new database at once
-    # are harmless; the busy timeout serialises them.
-    db.executescript(SCHEMA)
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        db.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-    elif int(row[0]) > SCHEMA_VERSION:
-        raise StoreError(
-            f"the database was written by a newer smarthole (schema {row[0]} > {SCHEMA_VERSION})"
-        )

@@ -1,0 +1,123 @@
+"""The values the store hands out: conversations, turns and stored messages."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .message import parse_time
+
+
+def new_id() -> str:
+    """A short random id; people type prefixes of these."""
+    return secrets.token_hex(8)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation as stored; ``turns`` counts its user messages."""
+
+    id: str
+    channel: str
+    title: str | None
+    title_pinned: bool
+    summary: str | None
+    turns: int
+    created_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+    title_state: str = "none"
+    summary_state: str = "none"
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Conversation:
+        return cls(
+            id=row["id"],
+            channel=row["channel"],
+            title=row["title"],
+            title_pinned=bool(row["title_pinned"]),
+            summary=row["summary"],
+            turns=row["turns"],
+            created_at=parse_time(row["created_at"]),
+            updated_at=parse_time(row["updated_at"]),
+            ended_at=parse_time(row["ended_at"]) if row["ended_at"] else None,
+            end_reason=row["end_reason"],
+            title_state=row["title_state"],
+            summary_state=row["summary_state"],
+        )
+
+
+@dataclass(frozen=True)
+class Turn:
+    conversation_id: str
+    number: int
+    message_id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    error: str | None
+    note: str | None
+    end_requested: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Turn:
+        return cls(
+            conversation_id=row["conversation_id"],
+            number=row["number"],
+            message_id=row["message_id"],
+            status=row["status"],
+            started_at=parse_time(row["started_at"]),
+            finished_at=parse_time(row["finished_at"]) if row["finished_at"] else None,
+            error=row["error"],
+            note=row["note"],
+            end_requested=row["end_requested"],
+        )
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One stored conversation message.
+
+    ``kind`` is ``user``, ``assistant`` or ``tool_result`` (these form the Messages API
+    history), or ``agent_message`` (a ``send_message`` text), ``error`` or ``note`` (transcript
+    only). ``content`` is a list of Messages API content blocks.
+    """
+
+    id: int
+    conversation_id: str
+    turn: int
+    role: str
+    kind: str
+    content: list[dict[str, Any]]
+    created_at: datetime
+    tool_use_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b["text"] for b in self.content if b.get("type") == "text")
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> StoredMessage:
+        return cls(
+            id=row["id"],
+            conversation_id=row["conversation_id"],
+            turn=row["turn"],
+            role=row["role"],
+            kind=row["kind"],
+            content=json.loads(row["content"]),
+            created_at=parse_time(row["created_at"]),
+            tool_use_id=row["tool_use_id"],
+        )

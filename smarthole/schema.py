@@ -1,0 +1,154 @@
+"""The database file: its schema, and how a connection to it is opened."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from .errors import StoreError
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    title TEXT,
+    title_pinned INTEGER NOT NULL DEFAULT 0,
+    title_state TEXT NOT NULL DEFAULT 'none',
+    summary TEXT,
+    summary_state TEXT NOT NULL DEFAULT 'none',
+    turns INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    ended_at TEXT,
+    end_reason TEXT
+);
+CREATE INDEX IF NOT EXISTS conversations_by_channel
+    ON conversations (channel, ended_at, updated_at);
+CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
+CREATE TABLE IF NOT EXISTS turns (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    message_id TEXT NOT NULL UNIQUE,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    error TEXT,
+    note TEXT,
+    end_requested TEXT,
+    PRIMARY KEY (conversation_id, number)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    turn INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_use_id TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, turn, id);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_by_tool_use
+    ON messages (tool_use_id, kind) WHERE tool_use_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS tool_calls (
+    tool_use_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    turn INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS plugin_data (
+    plugin TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (plugin, key)
+);
+CREATE TABLE IF NOT EXISTS plugin_data_corrupt (
+    plugin TEXT NOT NULL, key TEXT NOT NULL, value TEXT, found_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inbox (
+    message_id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    source_name TEXT NOT NULL,
+    claimed_path TEXT,
+    payload TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    conversation_id TEXT,
+    turn INTEGER,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    generation INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT,
+    last_error TEXT,
+    sort_at TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    failed_path TEXT
+);
+CREATE INDEX IF NOT EXISTS inbox_by_status ON inbox (status, channel, sort_at);
+CREATE TABLE IF NOT EXISTS outbox (
+    id TEXT PRIMARY KEY,
+    in_reply_to TEXT NOT NULL,
+    conversation_id TEXT,
+    channel TEXT NOT NULL,
+    turn INTEGER,
+    kind TEXT NOT NULL,
+    waiting_for_reply INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_by_reply ON outbox (in_reply_to, created_at);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    type TEXT NOT NULL,
+    at TEXT NOT NULL,
+    conversation_id TEXT,
+    channel TEXT,
+    turn INTEGER,
+    message_id TEXT,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id);
+"""
+
+
+def connect(path: Path, *, check: bool) -> sqlite3.Connection:
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    db.row_factory = sqlite3.Row
+    try:
+        db.execute("PRAGMA busy_timeout = 30000")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = FULL")
+        db.execute("PRAGMA foreign_keys = ON")
+        if check:
+            (result,) = db.execute("PRAGMA quick_check").fetchone()
+            if result != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {result}")
+        migrate(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    # CREATE ... IF NOT EXISTS is idempotent, so two processes opening a new database at once
+    # are harmless; the busy timeout serialises them.
+    db.executescript(SCHEMA)
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        db.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+    elif int(row[0]) > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database was written by a newer smarthole (schema {row[0]} > {SCHEMA_VERSION})"
+        )

@@ -1,0 +1,43 @@
+"""The randomized crash torture: many SIGKILLs at random moments, nothing lost or doubled.
+
+The fast version runs in the suite; `pytest -m slow` (or `python scripts/torture.py`) runs
+the long one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from conftest import REPO
+
+spec = importlib.util.spec_from_file_location("torture", REPO / "scripts" / "torture.py")
+assert spec and spec.loader
+torture = importlib.util.module_from_spec(spec)
+sys.modules["torture"] = torture
+spec.loader.exec_module(torture)
+
+
+def check(result) -> None:
+    assert result.lost == 0, result
+    assert result.duplicates == 0, result
+    assert result.tools_run_twice == 0, result
+    assert result.left_claimed == 0, result
+    assert result.invalid_histories == 0, result
+
+
+def test_random_kills_lose_and_double_nothing(tmp_path):
+    check(
+        torture.torture(
+            messages=16, channels=3, kills=6, seed=7, root=tmp_path, max_gap=0.5, quiet=True
+        )
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_random_kills_long_run(tmp_path):
+    result = torture.torture(messages=200, channels=5, kills=40, seed=11, root=tmp_path, quiet=True)
+    print(result)
+    check(result)
