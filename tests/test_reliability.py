@@ -78,14 +78,17 @@ def assert_valid_history(home: Path) -> None:
 
 
 def assert_one_final_each(home: Path, *message_ids: str) -> None:
+    """Each message has exactly one final reply, its claim is released and it is done."""
+
+    def statuses() -> dict[str, str]:
+        rows = db(home).execute("SELECT message_id, status FROM inbox")
+        return {row["message_id"]: row["status"] for row in rows}
+
+    # The final file is written before the claim is released: wait for the release.
+    wait_for(lambda: all(statuses().get(m) == "done" for m in message_ids), 10, statuses)
+    wait_for(lambda: not list((home / ".smarthole" / "claimed").iterdir()), 10, "no claims")
     replies = [f["in_reply_to"] for f in finals(home)]
     assert sorted(replies) == sorted(message_ids), replies
-    assert not list((home / ".smarthole" / "claimed").iterdir())
-    statuses = {
-        row["message_id"]: row["status"]
-        for row in db(home).execute("SELECT message_id, status FROM inbox")
-    }
-    assert all(statuses[m] == "done" for m in message_ids), statuses
 
 
 @pytest.fixture
