@@ -6,7 +6,7 @@
    renamed into inbox/ and the clock stops when the daemon has claimed it (the file is gone
    from inbox/). Also the time to the final reply, against the fake model on 127.0.0.1.
 2. Storing a message: the cost of appending one message row to a conversation that already
-   holds 10, 1,000 and 20,000 messages (it should not grow with the length).
+   holds 10, 1,000 and 20,000 turns (it should not grow with the length).
 3. Building the model's history for a turn, for the same conversation lengths (bounded by the
    history budget, so it should not grow either).
 """
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from smarthole.app import utc_now
 from smarthole.config import Home, dumps_toml
 from smarthole.fsutil import atomic_write
 from smarthole.message import render_message_file
@@ -81,13 +82,13 @@ def bench_pickup(root: Path, messages: int) -> None:
 
 
 def bench_store(root: Path) -> None:
-    store = Store.open(root / "store.db", clock=__import__("smarthole.app").app.utc_now)
+    store = Store.open(root / "store.db", clock=utc_now)
     block = [{"type": "text", "text": "x" * 400}]
     for length in (10, 1_000, 20_000):
         conversation = store.create_conversation(f"c{length}")
-        with store.transaction() as db:
-            number = store.start_turn(db, conversation.id, f"m{length}")
-            for _ in range(length):
+        with store.transaction() as db:  # `length` earlier turns, one message each
+            for turn in range(length):
+                number = store.start_turn(db, conversation.id, f"m{length}-{turn}")
                 store.append_message(conversation.id, number, "user", "user", block, db=db)
         appends = []
         for _ in range(200):
@@ -100,7 +101,7 @@ def bench_store(root: Path) -> None:
             store.recent_history(conversation.id, current_turn=number, budget_chars=240_000)
             histories.append(time.perf_counter() - start)
         print(
-            f"conversation of {length:6d} messages: store one message "
+            f"conversation of {length:6d} turns: store one message "
             f"{statistics.median(appends) * 1000:6.2f} ms (median, fsync'd commit); "
             f"build history {statistics.median(histories) * 1000:6.2f} ms"
         )

@@ -103,26 +103,15 @@ class App:
             raise ConfigError(f"{self.home.config_file}: " + "; ".join(errors))
 
     def _load_tools(self) -> None:
-        for impl in reversed(self.plugins.hook.register_tools.get_hookimpls()):
-            plugin_name = impl.plugin_name
-
+        def arguments_for(plugin_name: str) -> dict[str, Any]:
             def register(
-                function: Callable[..., Any],
-                idempotent: bool = False,
-                name: str | None = None,
-                _plugin: str = plugin_name,
+                function: Callable[..., Any], idempotent: bool = False, name: str | None = None
             ) -> None:
-                self.tools.register(function, plugin=_plugin, idempotent=idempotent, name=name)
+                self.tools.register(function, plugin=plugin_name, idempotent=idempotent, name=name)
 
-            arguments = {"register": register, "app": self}
-            try:
-                impl.function(*[arguments[arg] for arg in impl.argnames])
-            except PluginError:
-                raise
-            except Exception as exc:
-                raise PluginError(
-                    f"plugin {plugin_name!r} failed in register_tools: {exc}"
-                ) from exc
+            return {"register": register, "app": self}
+
+        self.plugins.call_each_strict("register_tools", arguments_for)
 
     def settings(self, plugin_name: str) -> Any:
         """The validated ``[plugins.<name>]`` settings (a dataclass, or a dict if undeclared)."""

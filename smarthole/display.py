@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from .conversations import ConversationView
@@ -169,12 +169,3 @@ def _status_item(key: str, item: dict[str, Any]) -> str:
     if key == "deferred":
         text += f" next={item['next_attempt_at']} last error: {_short(item['last_error'], 70)}"
     return text
-
-
-def timedelta_text(delta: timedelta) -> str:
-    seconds = int(delta.total_seconds())
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"

@@ -230,10 +230,9 @@ class Inbox:
         """Finish what a crash left in the claimed folder; returns how many files it handled."""
         known = self.ledger.claimed_paths()
         handled = 0
-        for entry in self.ledger.finished_with_claims():
-            if entry.status == "done":
-                self.release(entry)
-                handled += 1
+        for entry in self.ledger.answered_with_claims():
+            self.release(entry)
+            handled += 1
         for path in sorted(self.home.claimed.iterdir()) if self.home.claimed.exists() else []:
             if str(path) in known or not is_candidate(path.name):
                 continue

@@ -227,9 +227,9 @@ class Ledger:
         rows = self.store.query("SELECT claimed_path FROM inbox WHERE claimed_path IS NOT NULL")
         return {row["claimed_path"] for row in rows}
 
-    def finished_with_claims(self) -> list[LedgerEntry]:
-        """Finished messages whose claimed file may still need removing (crash recovery)."""
+    def answered_with_claims(self) -> list[LedgerEntry]:
+        """Answered messages whose claimed file a crash left behind."""
         rows = self.store.query(
-            "SELECT * FROM inbox WHERE status IN ('done', 'dead') AND claimed_path IS NOT NULL"
+            "SELECT * FROM inbox WHERE status = 'done' AND claimed_path IS NOT NULL"
         )
         return [LedgerEntry.from_row(r) for r in rows]

@@ -14,7 +14,7 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -113,7 +113,7 @@ class Plugins:
     def collect(self, hook_name: str, **kwargs: Any) -> list[Any]:
         """Call every implementation, log failures by plugin name, return non-None results."""
         results = []
-        for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls()):
+        for impl in self._implementations(hook_name):
             try:
                 result = impl.function(*[kwargs[arg] for arg in impl.argnames])
             except Exception:
@@ -125,10 +125,17 @@ class Plugins:
 
     def call_strict(self, hook_name: str, **kwargs: Any) -> list[Any]:
         """Call a startup-time hook; an exception becomes a ``PluginError`` naming the plugin."""
+        return self.call_each_strict(hook_name, lambda plugin_name: kwargs)
+
+    def call_each_strict(
+        self, hook_name: str, arguments_for: Callable[[str], dict[str, Any]]
+    ) -> list[Any]:
+        """Like :meth:`call_strict`, with arguments made for each plugin by name."""
         results = []
-        for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls()):
+        for impl in self._implementations(hook_name):
+            arguments = arguments_for(impl.plugin_name)
             try:
-                result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+                result = impl.function(*[arguments[arg] for arg in impl.argnames])
             except PluginError:
                 raise
             except Exception as exc:
@@ -140,6 +147,10 @@ class Plugins:
             if result is not None:
                 results.append(result)
         return results
+
+    def _implementations(self, hook_name: str) -> list[Any]:
+        # pluggy calls the last registered first; smarthole calls in registration order.
+        return list(reversed(getattr(self.pm.hook, hook_name).get_hookimpls()))
 
 
 def load_plugins(

@@ -28,6 +28,11 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE INDEX IF NOT EXISTS conversations_by_channel
     ON conversations (channel, ended_at, updated_at);
 CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
+CREATE INDEX IF NOT EXISTS conversations_by_end ON conversations (ended_at);
+CREATE INDEX IF NOT EXISTS conversations_needing_title ON conversations (title_state)
+    WHERE title_state = 'pending';
+CREATE INDEX IF NOT EXISTS conversations_needing_summary ON conversations (summary_state)
+    WHERE summary_state = 'pending';
 CREATE TABLE IF NOT EXISTS turns (
     conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
     number INTEGER NOT NULL,

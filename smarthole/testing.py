@@ -245,7 +245,10 @@ class FakeMessagesAPI:
 
     def start(self) -> FakeMessagesAPI:
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-messages-api", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-messages-api",
+            daemon=True,
         )
         self._thread.start()
         return self

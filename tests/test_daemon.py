@@ -411,3 +411,49 @@ def test_the_live_daemon_picks_up_files_as_they_arrive(home, fake, env, live_dae
         drop(home, f"message {n}", f"m{n}")
         wait_for(lambda n=n: len(finals(home)) == n + 1, 10, f"reply {n}")
     assert [f["turn"] for f in finals(home)] == [1, 2, 3]
+
+
+def test_model_name_max_tokens_and_prompt_come_from_config(home, fake, env):
+    write_config(
+        home,
+        model={"name": "claude-test-model", "max_tokens": 321},
+        agent={"persona": "You are Jeeves.", "instructions": "- Be formal."},
+    )
+    fake.add(text("Very good."))
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    request = fake.requests[0]
+    assert request.model == "claude-test-model" and request.body["max_tokens"] == 321
+    assert request.system_text.startswith("You are Jeeves.\n\n## Guidelines\n- Be formal.")
+
+
+def test_get_conversation_reads_an_earlier_conversation(home, fake, env):
+    fake.add(text("Milk noted."))
+    drop(home, "remember milk", "m1")
+    run_once(home, env)
+    earlier = finals(home)[0]["conversation"]
+    fake.add(tool_use("get_conversation", {"conversation_id": earlier[:6]}))
+    fake.add(text("You asked about milk."))
+    drop(home, "what did I say before?", "m2", new_conversation=True)
+    run_once(home, env)
+    (result,) = fake.requests[-1].tool_results
+    assert not result["is_error"]
+    data = json.loads(result["content"])
+    assert data["id"] == earlier and "User: remember milk" in data["transcript"]
+    fake.add(tool_use("get_conversation", {}))
+    fake.add(text("ok"))
+    drop(home, "list them", "m3")
+    run_once(home, env)
+    listed = json.loads(fake.requests[-1].tool_results[0]["content"])["conversations"]
+    assert [c["id"] for c in listed] == [earlier]
+
+
+def test_demo_shows_the_whole_exchange_without_a_key(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    result = smarthole("demo", env=environment, timeout=60)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert 'kind = "question"' in out and "Which list should I add milk to" in out
+    assert "waiting_for_reply = true" in out
+    assert "Done: milk is on your groceries list" in out
+    assert "workspace/Lists/Groceries.md now says:\n- milk" in out

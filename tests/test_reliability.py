@@ -379,3 +379,46 @@ def test_an_id_reused_with_different_content_is_set_aside(home, fake, env):
     assert (
         home / "failed" / "b.md.error.txt"
     ).read_text().strip() == "id reused with different content"
+
+
+def test_a_second_signal_forces_an_immediate_exit(home, fake, env, daemons):
+    write_config(home, daemon={"shutdown_grace_seconds": 60})
+    release = threading.Event()
+    fake.add(hold(release, text("never")))
+    daemon = daemons(home, env)
+    drop(home, "hello", "m1")
+    fake.wait_for_requests(1, timeout=10)
+    daemon.process.send_signal(signal.SIGTERM)
+    daemon.process.send_signal(signal.SIGINT)
+    assert daemon.process.wait(timeout=10) == 130
+    release.set()
+    assert "forced exit" in daemon.output()
+
+
+def test_a_claimed_file_without_a_ledger_row_is_recovered(home, fake, env):
+    """A crash between moving a file out of the inbox and recording it loses nothing."""
+    claimed = home / ".smarthole" / "claimed" / "18ea0000--note.md"
+    claimed.write_text("+++\nid = 'orphan'\n+++\nDid you get this?")
+    fake.add(text("Yes, I did."))
+    run_once(home, env)
+    assert [(f["in_reply_to"], f.text) for f in finals(home)] == [("orphan", "Yes, I did.")]
+    assert not claimed.exists()
+
+
+def test_channels_run_concurrently_and_in_order_within(home, fake, env, live_daemon):
+    release = threading.Event()
+    fake.add(hold(release, text("slow done")), when=lambda r: "slow" in r.last_user_text)
+    fake.default = lambda request: text(f"re: {request.last_user_text}")
+    drop(home, "slow one", "a1", channel="a")
+    fake.wait_for_requests(1, timeout=10)
+    drop(home, "after slow", "a2", channel="a")
+    drop(home, "quick", "b1", channel="b")
+    wait_for(
+        lambda: [f["in_reply_to"] for f in finals(home)] == ["b1"],
+        10,
+        "channel b while channel a is busy",
+    )
+    assert all("after slow" not in r.last_user_text for r in fake.requests)
+    release.set()
+    wait_for(lambda: len(finals(home)) == 3, 10)
+    assert [f["in_reply_to"] for f in finals(home)] == ["b1", "a1", "a2"]
