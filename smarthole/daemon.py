@@ -224,10 +224,18 @@ class Daemon:
             woken = self.wake_event.is_set()
             self.wake_event.clear()
             now = time.monotonic()
-            if woken or now >= next_scan:
-                runtime.inbox.claim_all()
-                next_scan = now + rescan
-            due = self._dispatch(runtime)
+            due = None
+            try:
+                if woken or now >= next_scan:
+                    runtime.inbox.claim_all()
+                    next_scan = now + rescan
+                due = self._dispatch(runtime)
+            except Exception:  # the loop must outlive any one bad moment; the scan retries
+                if self.once:
+                    raise
+                logger.exception("the main loop failed; trying again in %.1fs", rescan)
+                self.stop_event.wait(rescan)
+                continue
             if self.once and self._finished(runtime):
                 self._housekeeping(runtime)
                 self._report(runtime)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import stat
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 IGNORED_SUFFIXES = (".tmp", ".part")
+UNSAFE_IN_NAMES = re.compile(r"[^\w.@+-]")
 CLAIM_SEPARATOR = "--"
 
 
@@ -55,7 +57,7 @@ def drop_message(inbox: Path, text: str, *, message_id: str, **fields: Any) -> P
     """Write a message file into ``inbox`` atomically (temp name, then rename)."""
     inbox.mkdir(parents=True, exist_ok=True)
     stamp = iso(datetime.now(UTC)).replace(":", "-")
-    path = inbox / f"{stamp}-{message_id}.md"
+    path = inbox / f"{stamp}-{UNSAFE_IN_NAMES.sub('_', message_id)[:80]}.md"
     atomic_write(path, render_message_file(text, id=message_id, **fields), exclusive=True)
     return path
 
@@ -124,6 +126,9 @@ class Inbox:
         try:
             os.rename(source, target)
         except FileNotFoundError:
+            return None
+        except OSError as exc:  # e.g. inbox/ on another filesystem: it stays for a later scan
+            logger.error("cannot claim %s: %s", name, exc)
             return None
         if not stat.S_ISREG(info.st_mode):
             return self._reject(target, "not a regular file")

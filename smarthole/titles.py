@@ -10,6 +10,7 @@ never replaced.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from .errors import ModelError
@@ -48,6 +49,8 @@ class Titler:
         self.events = events
         self.client = client if settings.enabled else None
         self.settings = settings
+        self._lock = threading.Lock()
+        self._writing: set[tuple[str, str]] = set()
 
     @property
     def enabled(self) -> bool:
@@ -102,13 +105,29 @@ class Titler:
         )
 
     def sweep(self, *, channel: str | None = None, limit: int = 20) -> int:
-        """Write every due title and summary (of one channel, if given); returns how many."""
+        """Write every due title and summary (of one channel, if given); returns how many.
+
+        Workers and the housekeeper may sweep at once; each conversation's title or summary
+        is written by one of them only.
+        """
         done = 0
         for what, write in (("summary", self.write_summary), ("title", self.write_title)):
             for conversation in self.store.conversations_needing(what, limit):
-                if channel is None or conversation.channel == channel:
-                    write(conversation)
-                    done += 1
+                if channel is not None and conversation.channel != channel:
+                    continue
+                key = (what, conversation.id)
+                with self._lock:
+                    if key in self._writing:
+                        continue
+                    self._writing.add(key)
+                try:
+                    fresh = self.store.conversation(conversation.id)
+                    if fresh is not None:
+                        write(fresh)
+                        done += 1
+                finally:
+                    with self._lock:
+                        self._writing.discard(key)
         return done
 
     def _ask(
