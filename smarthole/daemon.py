@@ -159,6 +159,7 @@ class Daemon:
             self.ready.set()
             logger.info("smarthole is watching %s", self.home.inbox)
             self._loop(runtime)
+            logger.info("smarthole is stopping")
         finally:
             self.ready.set()
             if watcher is not None:
@@ -169,6 +170,7 @@ class Daemon:
             if clean:
                 app.close()
             self._restore_signals(previous)
+            logger.info("smarthole stopped")
         return 0
 
     def _install_signals(self) -> dict[int, Any]:

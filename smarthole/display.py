@@ -126,7 +126,7 @@ def export_markdown(data: dict[str, Any]) -> str:
 
 
 def event_line(event: Event) -> str:
-    parts = [f"{local(event.at)}", event.type]
+    parts = [f"{event.at.astimezone():%Y-%m-%d %H:%M:%S}", event.type]
     if event.conversation:
         parts.append(f"conv={event.conversation[:8]}")
     if event.turn is not None:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ConfigDict
 
 from .. import hookimpl
 from ..errors import ToolError
@@ -31,10 +30,10 @@ MAX_READ_CHARS = 100_000
 MAX_LIST = 1000
 
 
-class LineRange(BaseModel):
+@dataclass(frozen=True)
+class LineRange:
     """Lines ``start`` to ``end``, 1-based and inclusive."""
 
-    model_config = ConfigDict(extra="forbid")
     start: int
     end: int
 
