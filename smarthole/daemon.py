@@ -37,6 +37,8 @@ from .titles import Titler
 
 logger = logging.getLogger(__name__)
 
+WORKER_BACKOFF_SECONDS = 2.0
+
 
 @dataclass
 class Runtime:
@@ -195,9 +197,11 @@ class Daemon:
                 turn.number,
                 turn.conversation_id,
             )
+            conversation = store.conversation(turn.conversation_id)
             runtime.events.emit(
                 "turn_interrupted",
                 conversation=turn.conversation_id,
+                channel=conversation.channel if conversation else None,
                 turn=turn.number,
                 message_id=turn.message_id,
                 at_start=True,
@@ -341,7 +345,8 @@ class Daemon:
                 outcome = runtime.processor.process(entry)
                 logger.debug("message %s: %s", entry.id, outcome)
             except Exception:
-                logger.exception("worker failed on message %s; it will be retried", entry.id)
+                logger.exception("worker failed on message %s; retrying shortly", entry.id)
+                self.stop_event.wait(WORKER_BACKOFF_SECONDS)  # no hot loop on a lasting fault
             finally:
                 with self._busy_lock:
                     self._busy.discard(entry.channel)

@@ -111,9 +111,11 @@ class Processor:
             self.store.update_turn(conversation.id, turn.number, status="running")
             self.ledger.set_status(entry.id, "in_progress")
             return conversation, turn.number
-        conversation = self._conversation_for(entry)
         message = entry.message
+        # One transaction: a crash never leaves a conversation started (or ended) for a
+        # message whose turn does not exist.
         with self.store.transaction() as db:
+            conversation = self._conversation_for(entry)
             number = self.store.start_turn(db, conversation.id, entry.id)
             stored = self.store.append_message(
                 conversation.id,
@@ -283,9 +285,9 @@ class Processor:
                 waiting_for_reply=bool(questions),
                 note=outcome.note,
             )
+            if turn is not None and turn.end_requested is not None:
+                self.end(conversation, "end_conversation")
         self.inbox.release(entry)
-        if turn is not None and turn.end_requested is not None:
-            self.end(conversation, "end_conversation")
         if self.titler is not None:
             self.titler.title_due(conversation.id)
             self.titler.sweep(channel=conversation.channel)

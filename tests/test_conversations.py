@@ -443,3 +443,29 @@ def test_ctrl_c_ends_a_chat_cleanly(home, fake, env):
     assert "hello" in user["content"]
     status = db(home).execute("SELECT status FROM turns").fetchone()["status"]
     assert status in ("interrupted", "completed")
+
+
+def test_the_operations_commands_through_main(home, fake, env, capsys, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert cli(home, "send", "--channel", "ops", "hello") == 0
+    message_id = capsys.readouterr().out.strip()
+    assert cli(home, "status", "--json") == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["running"] is False and status["queued"] == []
+    write_config(home, retry={"max_attempts": 1})
+    fake.add(server_error())
+    run_once(home, env)
+    assert cli(home, "status") == 0
+    out = capsys.readouterr().out
+    assert "daemon: not running" in out and "failed: 1" in out and message_id in out
+    assert cli(home, "retry", message_id[:8]) == 0
+    assert "moved back" in capsys.readouterr().out
+    assert cli(home, "retry") == 2
+    fake.add(text("Second time lucky."), when=lambda r: r.last_user_text == "hello")
+    fake.add(text("Chat works."))
+    monkeypatch.setattr("sys.stdin", io.StringIO("and again\n"))
+    assert cli(home, "chat", "--channel", "ops", "--continue") == 0
+    assert "smarthole: Chat works." in capsys.readouterr().out
+    replies = {f["in_reply_to"]: f.text for f in finals(home) if f["kind"] == "response"}
+    assert replies[message_id] == "Second time lucky."
