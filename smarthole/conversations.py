@@ -14,8 +14,8 @@ from .events import EventLog
 from .ledger import Ledger
 from .outbox import OutboxRecord
 from .pending import PendingQuestions
-from .processor import resolve_conversation
 from .prompts import UNTITLED, UNTITLED_INTERRUPTED
+from .records import unique_match
 from .store import Conversation, Store
 
 HIDE_ENDED_AFTER = timedelta(days=30)
@@ -65,6 +65,7 @@ class Conversations:
         self.pending = PendingQuestions(store)
 
     def get(self, wanted: str) -> Conversation:
+        """A conversation by full id or unique prefix; ``LookupFailed`` otherwise."""
         return resolve_conversation(self.store, wanted)
 
     def recent(
@@ -203,3 +204,14 @@ class Conversations:
             "entry_agent": ENTRY_AGENT,
             "turns": turns,
         }
+
+
+def resolve_conversation(store: Store, wanted: str) -> Conversation:
+    """A conversation by full id or unique prefix; ``LookupFailed`` otherwise."""
+    return unique_match(
+        wanted,
+        store.conversation(wanted),
+        store.conversations_with_prefix(wanted),
+        "conversation",
+        lambda c: c.id,
+    )

@@ -11,12 +11,12 @@ import logging
 from typing import Any
 
 from .config import Home
-from .errors import LookupFailed
 from .fsutil import move_durably, unique_path
 from .ledger import Ledger, LedgerEntry
 from .lock import holder
 from .message import iso
 from .pending import PendingQuestions
+from .records import unique_match
 from .store import Store
 
 logger = logging.getLogger(__name__)
@@ -118,17 +118,9 @@ def retry(home: Home, store: Store, wanted: list[str] | None) -> list[tuple[str,
 
 
 def _resolve(ledger: Ledger, wanted: str) -> LedgerEntry:
-    exact = ledger.get(wanted)
-    if exact is not None:
-        return exact
-    matches = ledger.with_prefix(wanted)
-    if not matches:
-        raise LookupFailed(f"no message matches {wanted!r}")
-    if len(matches) > 1:
-        raise LookupFailed(
-            f"{wanted!r} is ambiguous: it matches messages {', '.join(e.id for e in matches[:5])}"
-        )
-    return matches[0]
+    return unique_match(
+        wanted, ledger.get(wanted), ledger.with_prefix(wanted), "message", lambda e: e.id
+    )
 
 
 def _redrive(home: Home, ledger: Ledger, entry: LedgerEntry) -> str:

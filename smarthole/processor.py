@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from .conversations import Conversations
 from .errors import LookupFailed, MessageError, ModelError
 from .message import iso
 from .pending import PendingQuestion, PendingQuestions
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from .inbox import Inbox
     from .ledger import Ledger, LedgerEntry
     from .outbox import Outbox
-    from .store import Store, StoredMessage
+    from .store import StoredMessage
     from .titles import Titler
 
 logger = logging.getLogger(__name__)
@@ -163,20 +164,12 @@ class Processor:
         return conversation
 
     def _targeted(self, wanted: str) -> Conversation:
+        conversations = Conversations(self.store, self.events)
         try:
-            conversation = resolve_conversation(self.store, wanted)
+            conversation = conversations.get(wanted)
         except LookupFailed as exc:
             raise MessageError(str(exc)) from exc
-        if conversation.ended:
-            self.store.reopen_conversation(conversation.id)
-            self.events.emit(
-                "conversation_resumed",
-                conversation=conversation.id,
-                channel=conversation.channel,
-                reopened=True,
-            )
-            conversation = self.store.conversation(conversation.id) or conversation
-        return conversation
+        return conversations.reopen(conversation)
 
     def _end_reason(self, active: Conversation, *, new: bool) -> str | None:
         if new:
@@ -244,15 +237,8 @@ class Processor:
                 "note",
                 [{"type": "text", "text": outcome.note}],
             )
-        self.outbox.send(
-            item_id=final_reply_id(entry.id, entry.generation),
-            in_reply_to=entry.id,
-            conversation=conversation.id,
-            channel=conversation.channel,
-            turn=number,
-            kind="response",
-            text=outcome.text,
-            waiting_for_reply=bool(questions),
+        self._final_reply(
+            entry, conversation, number, "response", outcome.text, waiting_for_reply=bool(questions)
         )
         turn = self.store.turn(conversation.id, number)
         with self.store.transaction() as db:
@@ -330,40 +316,38 @@ class Processor:
                 "message %s deferred %.1fs after attempt %d: %s", entry.id, delay, attempts, error
             )
             return "deferred"
-        self.outbox.send(
-            item_id=final_reply_id(entry.id, entry.generation),
-            in_reply_to=entry.id,
-            conversation=conversation.id,
-            channel=conversation.channel,
-            turn=number,
-            kind="error",
-            text=friendly_error(error, entry.id),
-        )
+        self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
         self.store.update_turn(conversation.id, number, status="failed", error=str(error))
         self.inbox.set_aside(entry, str(error), attempts=attempts)
         self.events.emit("turn_failed", **where, attempts=attempts, error=str(error))
         logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)
         return "dead"
 
+    def _final_reply(
+        self,
+        entry: LedgerEntry,
+        conversation: Conversation,
+        number: int,
+        kind: str,
+        text: str,
+        *,
+        waiting_for_reply: bool = False,
+    ) -> None:
+        """The one final outbox file of this attempt's generation (written at most once)."""
+        self.outbox.send(
+            item_id=final_reply_id(entry.id, entry.generation),
+            in_reply_to=entry.id,
+            conversation=conversation.id,
+            channel=conversation.channel,
+            turn=number,
+            kind=kind,
+            text=text,
+            waiting_for_reply=waiting_for_reply,
+        )
+
     def _notify_stored(self, conversation_id: str, stored: StoredMessage) -> None:
         conversation = self.store.conversation(conversation_id)
         self.app.plugins.notify("message_stored", conversation=conversation, message=stored)
-
-
-def resolve_conversation(store: Store, wanted: str) -> Conversation:
-    """A conversation by full id or unique prefix; ``LookupFailed`` otherwise."""
-    exact = store.conversation(wanted)
-    if exact is not None:
-        return exact
-    matches = store.conversations_with_prefix(wanted)
-    if not matches:
-        raise LookupFailed(f"no conversation matches {wanted!r}")
-    if len(matches) > 1:
-        raise LookupFailed(
-            f"{wanted!r} is ambiguous: it matches conversations "
-            f"{', '.join(c.id for c in matches[:5])}"
-        )
-    return matches[0]
 
 
 def backoff_delay(

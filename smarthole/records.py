@@ -5,11 +5,29 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from .errors import LookupFailed
 from .message import parse_time
+
+T = TypeVar("T")
+
+
+def unique_match(
+    wanted: str, exact: T | None, candidates: list[T], noun: str, key: Callable[[T], str]
+) -> T:
+    """``exact`` if there is one, else the only prefix match; ``LookupFailed`` otherwise."""
+    if exact is not None:
+        return exact
+    if not candidates:
+        raise LookupFailed(f"no {noun} matches {wanted!r}")
+    if len(candidates) > 1:
+        listed = ", ".join(key(c) for c in candidates[:5])
+        raise LookupFailed(f"{wanted!r} is ambiguous: it matches {noun}s {listed}")
+    return candidates[0]
 
 
 def new_id() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -35,6 +36,13 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, message: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
         time.sleep(0.01)
+
+
+def db(home: Path) -> sqlite3.Connection:
+    """A plain connection to a home's database, for looking at what the daemon stored."""
+    connection = sqlite3.connect(home / ".smarthole" / "smarthole.db")
+    connection.row_factory = sqlite3.Row
+    return connection
 
 
 def write_config(home: Path, **sections: dict[str, Any]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import drop, finals, run_once, smarthole, wait_for, write_config
+from conftest import db, drop, finals, run_once, smarthole, wait_for, write_config
 
 from smarthole.cli import main
 from smarthole.display import relative_time
@@ -21,12 +20,6 @@ from smarthole.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from smarthole.testing import hold, server_error, text, tool_use
 
 REQUIRED_EVENT_KEYS = {"type", "at", "conversation", "channel", "turn", "message_id"}
-
-
-def db(home: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(home / ".smarthole" / "smarthole.db")
-    connection.row_factory = sqlite3.Row
-    return connection
 
 
 def is_title(request) -> bool:

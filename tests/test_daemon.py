@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from conftest import (
     TEST_PLUGINS,
+    db,
     drop,
     finals,
     read_outbox,
@@ -32,12 +32,6 @@ OUTBOX_KEYS = {
     "waiting_for_reply",
     "created_at",
 }
-
-
-def db(home: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(home / ".smarthole" / "smarthole.db")
-    connection.row_factory = sqlite3.Row
-    return connection
 
 
 def pending_states(home: Path) -> dict[str, dict]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import itertools
 import json
 import signal
-import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import (
     TEST_PLUGINS,
+    db,
     drop,
     finals,
     read_outbox,
@@ -31,12 +31,6 @@ from smarthole.testing import (
     text,
     tool_use,
 )
-
-
-def db(home: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(home / ".smarthole" / "smarthole.db")
-    connection.row_factory = sqlite3.Row
-    return connection
 
 
 def tool_runs(home: Path) -> list[str]:

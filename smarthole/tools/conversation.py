@@ -67,7 +67,7 @@ def get_conversation(
     :param conversation_id: The id (or a unique prefix) of the conversation to read.
     :param list_recent: How many recent conversations to list when no id is given (1-50).
     """
-    from ..processor import resolve_conversation
+    from ..conversations import resolve_conversation
     from ..prompts import transcript
 
     store = context.app.store
