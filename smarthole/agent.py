@@ -230,14 +230,10 @@ class Agent:
         tools: ToolRegistry,
         *,
         max_tool_iterations: int,
-        model: str | None = None,
-        max_tokens: int | None = None,
     ) -> None:
         self.client = client
         self.tools = tools
         self.max_tool_iterations = max_tool_iterations
-        self.model = model
-        self.max_tokens = max_tokens
 
     def run(self, session: TurnSession) -> TurnOutcome:
         trimmed = False
@@ -262,8 +258,6 @@ class Agent:
                     system=session.system(),
                     messages=session.history(),
                     tools=self.tools.specs(),
-                    model=self.model,
-                    max_tokens=self.max_tokens,
                 )
             except ModelError as exc:
                 if exc.prompt_too_long and not trimmed and session.trim_history():

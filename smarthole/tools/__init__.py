@@ -142,6 +142,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._specs: list[dict[str, Any]] | None = None
 
     def __iter__(self) -> typing.Iterator[Tool]:
         return iter(self._tools.values())
@@ -168,10 +169,15 @@ class ToolRegistry:
                 f"already registered by plugin {other!r}"
             )
         self._tools[tool.name] = tool
+        self._specs = None
         return tool
 
     def specs(self) -> list[dict[str, Any]]:
-        return [tool.spec() for tool in self._tools.values()]
+        """The tool definitions for a request; built once, the same bytes every call (which
+        keeps the prompt cache warm)."""
+        if self._specs is None:
+            self._specs = [tool.spec() for tool in self._tools.values()]
+        return self._specs
 
 
 def build_tool(
