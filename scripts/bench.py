@@ -50,16 +50,16 @@ def bench_pickup(root: Path, messages: int) -> None:
     with FakeMessagesAPI() as fake:
         fake.default = echo()
         env = {**os.environ, "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": fake.url}
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        log = root / "daemon.log"
+        with log.open("w") as sink:  # a file, not a pipe: an undrained pipe would stall it
+            daemon = subprocess.Popen(
+                [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)],
+                env=env,
+                stderr=sink,
+            )
         try:
-            assert daemon.stderr is not None
-            while "is watching" not in daemon.stderr.readline():
-                pass
+            while "is watching" not in log.read_text():
+                time.sleep(0.01)
             for n in range(messages):
                 name = f"bench-{n:05d}.md"
                 staging = home.root / f".{name}.tmp"

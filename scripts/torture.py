@@ -106,16 +106,14 @@ def torture(
         fake.default = model
         env = {**os.environ, "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake.url}
         command = [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)]
+        log = root / "daemon.log"
         for kill in range(kills):
-            process = subprocess.Popen(
-                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-            )
-            wait_until_watching(process)
+            with log.open("w") as sink:  # a file, not a pipe nobody drains
+                process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=sink)
+            wait_until_watching(process, log)
             time.sleep(rng.uniform(0.0, max_gap))
             process.send_signal(signal.SIGKILL)
             process.wait()
-            assert process.stderr is not None
-            process.stderr.close()
             if not quiet:
                 print(f"kill {kill + 1}/{kills}: {answered(home)}/{messages} answered", flush=True)
         final = subprocess.run(
@@ -126,13 +124,12 @@ def torture(
     return check(home, ids, kills, time.monotonic() - started)
 
 
-def wait_until_watching(process: subprocess.Popen[str]) -> None:
+def wait_until_watching(process: subprocess.Popen[bytes], log: Path) -> None:
     """Kill only a daemon that got going: before that, a kill tests nothing."""
-    assert process.stderr is not None
-    for line in process.stderr:
-        if "is watching" in line:
-            return
-    raise SystemExit(f"the daemon exited before it started (code {process.wait()})")
+    while "is watching" not in log.read_text():
+        if process.poll() is not None:
+            raise SystemExit(f"the daemon exited before it started:\n{log.read_text()}")
+        time.sleep(0.01)
 
 
 def answered(home: Home) -> int:
