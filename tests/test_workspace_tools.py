@@ -349,3 +349,20 @@ def test_get_file_info(call, root):
     write(root, "folder/one.md", "1")
     assert ok(call("get_file_info", path="folder")).startswith("Folder: folder/\nItems: 1")
     assert "File not found" in error(call("get_file_info", path="nope"))
+
+
+def test_the_trash_can_be_listed_but_is_hidden_elsewhere(call, root):
+    write(root, "notes/a.md", "x")
+    ok(call("delete_file", path="notes/a.md"))
+    assert ".trash" not in ok(call("list_files", pattern="**"))
+    assert "[file] .trash/notes/a.md" in ok(call("list_files", pattern="**", path=".trash"))
+
+
+def test_moving_or_deleting_a_link_leaves_its_target_alone(call, root):
+    write(root, "notes/real.md", "content")
+    (root / "notes" / "link.md").symlink_to(root / "notes" / "real.md")
+    ok(call("move_file", source="notes/link.md", destination="shortcut.md"))
+    assert (root / "shortcut.md").is_symlink() and (root / "notes/real.md").exists()
+    ok(call("delete_file", path="shortcut.md"))
+    assert (root / ".trash/shortcut.md").is_symlink()
+    assert (root / "notes/real.md").read_text() == "content"

@@ -77,11 +77,14 @@ class WorkspacePaths:
         write: bool = False,
         any_case: bool = False,
         allow_root: bool = False,
+        link_itself: bool = False,
     ) -> Path:
         """The real path for ``raw``, inside the workspace, or ``PathError``.
 
         ``any_case`` (reads) finds the single entry matching each part regardless of case when
-        there is no exact match; writes always use the exact path.
+        there is no exact match; writes always use the exact path. ``link_itself`` (moves and
+        deletes) returns a final symbolic link as the link, not what it points to; the link
+        must still point inside the workspace.
         """
         relative = self.normalize(raw, allow_root=allow_root)
         self.check_protected(relative, write=write)
@@ -92,6 +95,11 @@ class WorkspacePaths:
         if real != self.root and not real.is_relative_to(self.root):
             raise PathError(f"path {raw!r} leads outside the workspace through a symbolic link")
         self.check_protected(self.relative(real), write=write)
+        if link_itself and relative.parts:
+            parent = Path(os.path.realpath(self.root.joinpath(*relative.parts[:-1])))
+            itself = parent / relative.parts[-1]
+            self.check_protected(self.relative(itself), write=write)
+            return itself
         return real
 
     def relative(self, path: Path) -> PurePosixPath:
@@ -121,10 +129,14 @@ class WorkspacePaths:
             current = current / chosen
         return PurePosixPath(*matched) if matched else relative
 
-    def is_visible(self, path: Path) -> bool:
-        """Whether a walk may show ``path``: inside the root, not protected, not the trash."""
+    def is_visible(self, path: Path, *, trash: bool = False) -> bool:
+        """Whether a walk may show ``path``: inside the root, not protected, and not in the
+        trash unless ``trash`` (a walk that starts inside it)."""
         real = Path(os.path.realpath(path))
         if real != self.root and not real.is_relative_to(self.root):
             return False
         parts = self.relative(real).parts
-        return not parts or (parts[0].lower() not in self.protected and parts[0].lower() != TRASH)
+        if not parts:
+            return True
+        top = parts[0].lower()
+        return top not in self.protected and (trash or top != TRASH)

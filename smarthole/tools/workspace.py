@@ -305,10 +305,10 @@ class Workspace:
 
         :param path: The file or folder, relative to the workspace (exact name).
         """
-        target = self.paths.resolve(path, write=True)
+        target = self.paths.resolve(path, write=True, link_itself=True)
         if target == self.paths.root:
             raise ToolError("the workspace itself cannot be deleted")
-        if not target.exists():
+        if not (target.exists() or target.is_symlink()):
             raise ToolError(f"File or folder not found: {path}")
         relative = self.paths.relative(target)
         trash_folder = self.paths.root / TRASH / relative.parent
@@ -323,15 +323,15 @@ class Workspace:
         :param source: What to move, relative to the workspace (exact name).
         :param destination: Its new path, relative to the workspace.
         """
-        origin = self.paths.resolve(source, write=True)
-        target = self.paths.resolve(destination, write=True)
+        origin = self.paths.resolve(source, write=True, link_itself=True)
+        target = self.paths.resolve(destination, write=True, link_itself=True)
         if origin == target:
             return f"'{source}' and '{destination}' are the same path; nothing to do."
         if origin == self.paths.root:
             raise ToolError("the workspace itself cannot be moved")
-        if not origin.exists():
+        if not (origin.exists() or origin.is_symlink()):
             raise ToolError(f"File or folder not found: {source}")
-        if target.exists():
+        if target.exists() or target.is_symlink():
             raise ToolError(f"Destination already exists: {destination}; refusing to overwrite it")
         if target.is_relative_to(origin):
             raise ToolError(f"cannot move '{source}' into itself")
@@ -414,12 +414,19 @@ class Workspace:
         return "\n".join(lines) + ending, message
 
     def _walk(self, base: Path, *, folders: bool = False) -> list[Path]:
-        """Everything below ``base`` that a tool may see, sorted; no links out, no trash."""
+        """Everything below ``base`` that a tool may see, sorted; no links out, and the trash
+        only when the walk starts inside it."""
+        relative = self.paths.relative(base).parts
+        trash = bool(relative) and relative[0].lower() == TRASH
+
+        def visible(path: Path) -> bool:
+            return self.paths.is_visible(path, trash=trash)
+
         found = []
         for folder, dirs, files in os.walk(base):
             current = Path(folder)
-            dirs[:] = sorted(d for d in dirs if self.paths.is_visible(current / d))
+            dirs[:] = sorted(d for d in dirs if visible(current / d))
             if folders:
                 found += [current / d for d in dirs]
-            found += [current / f for f in sorted(files) if self.paths.is_visible(current / f)]
+            found += [current / f for f in sorted(files) if visible(current / f)]
         return found
