@@ -28,6 +28,7 @@ from .errors import (
 
 logger = logging.getLogger("smarthole")
 
+HOME_HELP = "the agent's folder (default: $SMARTHOLE_HOME, else ~/SmartHole)"
 USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageError)
 
 
@@ -79,15 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `smarthole demo` to see it work with no API key. Docs: README.md",
     )
     parser.add_argument("--version", action="version", version=f"smarthole {__version__}")
+    parser.add_argument("--home", metavar="DIR", help=HOME_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, handler: Any, help: str, *, aliases: Sequence[str] = ()) -> Any:
         p = sub.add_parser(name, help=help, description=help, aliases=list(aliases))
-        p.add_argument(
-            "--home",
-            metavar="DIR",
-            help="the agent's folder (default: $SMARTHOLE_HOME, else ~/SmartHole)",
-        )
+        # SUPPRESS: a --home given before the command is not reset by the command's default.
+        p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=HOME_HELP)
         p.add_argument("-v", "--verbose", action="count", default=0, help="log more")
         p.set_defaults(handler=handler)
         return p

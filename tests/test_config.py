@@ -108,3 +108,11 @@ def test_bad_config_stops_run_with_exit_2(tmp_path, capsys):
     assert main(["run", "--home", str(tmp_path), "--once"]) == 2
     err = capsys.readouterr().err
     assert "max_tokens must be an integer" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_home_may_come_before_or_after_the_command(tmp_path, where):
+    home = str(tmp_path / "agent")
+    argv = ["--home", home, "init"] if where == "before" else ["init", "--home", home]
+    assert main(argv) == 0
+    assert (tmp_path / "agent" / "config.toml").exists()
