@@ -1,0 +1,67 @@
+"""The Messages API's rules for conversation history, as the fake enforces them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .replies import blocks_of_type
+
+
+def invalid_history(messages: Any) -> str | None:
+    """Why ``messages`` breaks the Messages API's rules (the API's 400 message), or None."""
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    seen: set[str] = set()
+    expected: list[str] = []  # tool_use ids the next message must answer
+    for index, message in enumerate(messages):
+        where = f"messages.{index}"
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("user", "assistant"):
+            return f'{where}: role must be "user" or "assistant", not {role!r}'
+        if index == 0 and role != "user":
+            return 'messages: the first message must use the "user" role'
+        if index and messages[index - 1]["role"] == role:
+            return f'{where}: roles must alternate between "user" and "assistant", two "{role}"'
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+            return f"{where}.content: must be a string or a list of content blocks"
+        if not blocks and not (role == "assistant" and index == len(messages) - 1):
+            return (
+                f"{where}: all messages must have non-empty content"
+                " except for the optional final assistant message"
+            )
+        for number, block in enumerate(blocks):
+            if block.get("type") == "text" and not str(block.get("text", "")).strip():
+                return f"{where}.content.{number}: text content blocks must be non-empty"
+        results = [str(b.get("tool_use_id")) for b in blocks_of_type(blocks, "tool_result")]
+        if role == "user":
+            missing = [tool_id for tool_id in expected if tool_id not in results]
+            if missing:
+                return _unanswered(index - 1, missing)
+            unexpected = [tool_id for tool_id in results if tool_id not in expected]
+            if unexpected:
+                return (
+                    f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{', '.join(unexpected)}. Each `tool_result` block must have a"
+                    " corresponding `tool_use` block in the previous message."
+                )
+            kinds = [block.get("type") for block in blocks]
+            if "text" in kinds and "tool_result" in kinds[kinds.index("text") :]:
+                return f"{where}: `tool_result` blocks must come before any text in the message"
+        expected = [str(b.get("id")) for b in blocks_of_type(blocks, "tool_use")]
+        for tool_id in expected:
+            if tool_id in seen:
+                return f"{where}: `tool_use` ids must be unique; {tool_id} is used twice"
+            seen.add(tool_id)
+    if expected:
+        return _unanswered(len(messages) - 1, expected)
+    return None
+
+
+def _unanswered(index: int, tool_ids: list[str]) -> str:
+    return (
+        f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately"
+        f" after: {', '.join(tool_ids)}. Each `tool_use` block must have a corresponding"
+        " `tool_result` block in the next message."
+    )
