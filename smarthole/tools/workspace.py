@@ -58,8 +58,9 @@ def register_tools(register: Callable[..., Any], app: App) -> None:
     for name in ("read_file", "search_files", "list_files", "get_file_info", "write_file"):
         register(getattr(workspace, name), idempotent=True)
     register(workspace.create_folder, idempotent=True)
-    for name in ("edit_file", "delete_file", "move_file"):
-        register(getattr(workspace, name))
+    register(workspace.edit_file)
+    register(workspace.delete_file)
+    register(workspace.move_file)
 
 
 def size_text(size: int) -> str:
