@@ -3,13 +3,16 @@
 Two formats: ``*.md``/``*.txt`` (the text, with optional TOML front matter between ``+++``
 lines) and ``*.json`` (an object with ``text`` and the same optional keys; a SmartHole desktop
 routed-message payload is accepted as is). Anything unusable raises ``MessageError`` with a
-one-line reason, which the inbox writes beside the file in ``failed/``.
+one-line reason, which the inbox writes beside the file in ``failed/``: the bytes are untrusted,
+so :func:`parse_message` raises nothing else, whatever they hold (a property test keeps it so).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time
@@ -27,6 +30,7 @@ DEFAULT_CHANNEL = "default"
 MAX_ID_LENGTH = 200
 CHANNEL_PATTERN = re.compile(r"^[\w.@+-]{1,64}$")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+MAX_METADATA_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,8 @@ class Message:
 
 def iso(moment: datetime) -> str:
     """A UTC time as a fixed-width ISO string; fixed width keeps SQLite ordering right."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat pads the year to four digits; strftime's %Y does not on every platform.
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def parse_time(text: str) -> datetime:
@@ -95,12 +100,38 @@ def content_hash(data: bytes) -> str:
 
 def derive_id(name: str, data: bytes) -> str:
     """A stable id for a file without one: the same name and bytes give the same id."""
-    digest = hashlib.sha256(name.encode() + b"\0" + data).hexdigest()
+    digest = hashlib.sha256(os.fsencode(name) + b"\0" + data).hexdigest()
     return f"m-{digest[:24]}"
 
 
+def display_name(name: str) -> str:
+    """A file name as text that can be stored and shown: undecodable bytes become U+FFFD."""
+    return os.fsencode(name).decode("utf-8", errors="replace")
+
+
 def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:
-    """Parse the bytes of inbox file ``name``; raises ``MessageError`` with the reason."""
+    """Parse the bytes of inbox file ``name``; raises ``MessageError`` with the reason.
+
+    ``name`` is the name as ``os.listdir`` gives it (undecodable bytes as surrogate escapes).
+    Any failure, however unexpected (a value that overflows, input nested past the recursion
+    limit), is a ``MessageError``: bad input must never stop the daemon.
+    """
+    try:
+        message = _parse(name, data, modified)
+        message.to_json().encode("utf-8")  # what the ledger stores must be storable
+    except MessageError:
+        raise
+    except RecursionError as exc:
+        raise MessageError("nested too deeply to read") from exc
+    except UnicodeEncodeError as exc:
+        raise MessageError("contains an unpaired surrogate escape (\\ud800-\\udfff)") from exc
+    except Exception as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise MessageError(f"cannot be read as a message: {detail}") from exc
+    return message
+
+
+def _parse(name: str, data: bytes, modified: datetime) -> Message:
     suffix = PurePath(name).suffix.lower()
     if suffix not in SUFFIXES:
         raise MessageError(f"unsupported file type {suffix or '(none)'!r}; use .md, .txt or .json")
@@ -126,6 +157,8 @@ def _json_fields(text: str) -> tuple[dict[str, Any], str]:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
         raise MessageError(f"invalid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise MessageError("invalid JSON: nested too deeply") from exc
     if (
         isinstance(payload, dict)
         and payload.get("type") == "message"
@@ -162,6 +195,8 @@ def _front_matter_fields(text: str) -> tuple[dict[str, Any], str]:
         raise MessageError(
             str(exc).replace("front matter: invalid TOML", "invalid TOML front matter")
         ) from exc
+    except RecursionError as exc:
+        raise MessageError("invalid TOML front matter: nested too deeply") from exc
     unknown = sorted(set(fields) - KEYS)
     if unknown:
         raise MessageError(
@@ -197,7 +232,7 @@ def _build(
         id=message_id or derive_id(name, data),
         id_derived=message_id is None,
         text=body,
-        source_name=name,
+        source_name=display_name(name),
         timestamp=timestamp,
         content_hash=content_hash(data),
         channel=channel,
@@ -217,27 +252,47 @@ def _check_text_field(key: str, value: Any, limit: int) -> None:
 def _timestamp(value: Any, modified: datetime) -> datetime:
     if value is None:
         return modified
+    moment = _to_datetime(value)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:  # 0001-01-01T00:00:00+14:00 is before the year 1 in UTC
+        raise MessageError(f"timestamp {_shown(value)} is out of range") from exc
+
+
+def _to_datetime(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date) and not isinstance(value, datetime):
+    if isinstance(value, date):
         return datetime.combine(value, time(), tzinfo=UTC)
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise MessageError(f"timestamp {_shown(value)} is not a finite number")
         seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
-        return datetime.fromtimestamp(seconds, UTC)
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise MessageError(f"timestamp {_shown(value)} is out of range") from exc
     if isinstance(value, str):
         try:
             return parse_time(value)
         except ValueError as exc:
-            raise MessageError(f"timestamp {value!r} is not an ISO 8601 time") from exc
-    raise MessageError(f"timestamp {value!r} is not a time")
+            raise MessageError(f"timestamp {_shown(value)} is not an ISO 8601 time") from exc
+    raise MessageError(f"timestamp {_shown(value)} is not a time")
 
 
-def _jsonable(value: Any) -> Any:
+def _shown(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
     """TOML tables may hold dates; the ledger stores metadata as JSON."""
+    if depth > MAX_METADATA_DEPTH:
+        raise MessageError(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     return value
