@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import tomllib
 import types
 import typing
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigError
+from .fsutil import PRIVATE_FOLDER
 
 HOME_ENV = "SMARTHOLE_HOME"
 DEFAULT_HOME = Path("~/SmartHole")
@@ -76,6 +78,12 @@ class InboxSettings:
     )
     rescan_seconds: float = _setting(
         5.0, "Full scan of inbox/ this often; filesystem events are only hints.", minimum=0.05
+    )
+    settle_seconds: float = _setting(
+        1.0,
+        "Where the system cannot tell whether a file is still being written, take it once it "
+        "has not changed for this long.",
+        minimum=0,
     )
 
 
@@ -220,13 +228,24 @@ class Home:
     def lock_file(self) -> Path:
         return self.state / "daemon.lock"
 
+    @property
+    def stranded_file(self) -> Path:
+        return self.state / "stranded.json"
+
     def folders(self) -> list[Path]:
         return [self.inbox, self.outbox, self.failed, self.workspace, self.state, self.claimed]
 
     def ensure(self) -> None:
-        """Create every folder of the home that does not exist yet."""
+        """Create every folder of the home that does not exist yet.
+
+        ``.smarthole/`` holds every word of every conversation: it is private (0700) whatever
+        the umask, and made so again if someone opened it up. The other folders are the
+        user's and keep the umask.
+        """
         for folder in self.folders():
             folder.mkdir(parents=True, exist_ok=True)
+        if stat.S_IMODE(self.state.stat().st_mode) != PRIVATE_FOLDER:
+            os.chmod(self.state, PRIVATE_FOLDER)
 
 
 # -- TOML ------------------------------------------------------------------------------------

@@ -247,6 +247,10 @@ class Daemon:
                 self._report(runtime)
                 return
             timeout = min(rescan, max(0.0, next_scan - time.monotonic()))
+            look = runtime.inbox.next_look()
+            if look is not None:  # settling files and stranded claims, between rescans
+                next_scan = min(next_scan, look)
+                timeout = min(timeout, max(0.0, look - time.monotonic()))
             if due is not None:
                 timeout = min(timeout, max(0.0, (due - self.clock()).total_seconds()))
             self.wake_event.wait(timeout=max(timeout, 0.01))
@@ -277,7 +281,7 @@ class Daemon:
 
     def _finished(self, runtime: Runtime) -> bool:
         """For ``--once``: nothing is running, runnable now, or waiting in the inbox."""
-        if self._busy_channels() or runtime.inbox.pending_names():
+        if self._busy_channels() or runtime.inbox.has_work():
             return False
         now = self.clock()
         return all(

@@ -150,19 +150,28 @@ def status_text(report: dict[str, Any]) -> str:
         ("queued", "queued"),
         ("in_progress", "in progress"),
         ("deferred", "deferred"),
+        ("stranded", "stranded claims (retried automatically)"),
         ("failed", "failed"),
         ("waiting", "waiting for your reply"),
     ):
         items = report[key]
+        if key == "stranded" and not items:
+            continue
         lines.append(f"{title}: {len(items)}")
         for item in items:
             lines.append("  " + _status_item(key, item))
+    lines += [f"warning: {warning}" for warning in report["warnings"]]
     return "\n".join(lines)
 
 
 def _status_item(key: str, item: dict[str, Any]) -> str:
     if key == "waiting":
         return f"{item['conversation']} [{item['channel']}] asked: {_short(item['question'])}"
+    if key == "stranded":
+        return (
+            f"{item['source_name']} attempts={item['attempts']} next={item['next_attempt_at']} "
+            f"last error: {_short(item['last_error'], 70)}"
+        )
     if key == "failed":
         return f"{item.get('id') or item['file']} — {_short(item['error'] or '', 80)}"
     text = f"{item['id']} [{item['channel']}] attempts={item['attempts']}"

@@ -1,16 +1,30 @@
-"""Durable file operations: every write is temp file, fsync, rename."""
+"""Durable and careful file operations: every write is temp file, fsync, rename.
+
+Files smarthole writes for itself are private (0600) whatever the umask: replies, failed
+messages and their reasons can hold anything a person said.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import secrets
+import stat
+from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import MessageError
+
+PRIVATE_FILE = 0o600
+PRIVATE_FOLDER = 0o700
+NAME_MAX = 255  # bytes in one path component on every filesystem smarthole supports
 
 
 def temp_name(target: Path) -> Path:
     """A hidden temp name beside ``target``; the inbox scanner ignores dotfiles and ``.tmp``."""
-    return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    return target.with_name(f".{fit_name(target.name, NAME_MAX - 15)}.{secrets.token_hex(4)}.tmp")
 
 
 def fsync_dir(folder: Path) -> None:
@@ -27,15 +41,20 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, exclusive: bool = False, mode: int | None = PRIVATE_FILE
+) -> None:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never a part.
 
     With ``exclusive`` the write fails with ``FileExistsError`` if ``path`` exists, even when
-    another process creates it concurrently (the temp file is hard-linked into place).
+    another process creates it concurrently (the temp file is hard-linked into place). The
+    file gets ``mode`` exactly; ``mode=None`` leaves it to the umask (the user's own files).
     """
     tmp = temp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)  # the umask may have taken bits away; never adds any here
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -69,3 +88,109 @@ def move_durably(source: Path, target: Path) -> None:
     fsync_dir(target.parent)
     if source.parent != target.parent:
         fsync_dir(source.parent)
+
+
+def make_private(path: Path, mode: int = PRIVATE_FILE) -> None:
+    """Give a file or folder of smarthole's own ``mode``, if it exists."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, mode, follow_symlinks=False)
+
+
+def fit_name(name: str, limit: int = NAME_MAX) -> str:
+    """``name`` if it fits in ``limit`` bytes, else a shortened name that is still unique.
+
+    The shortened name keeps the start and the extension and puts a hash of the whole name
+    between them, so two long names that differ only at the end stay two names.
+    """
+    raw = os.fsencode(name)
+    if len(raw) <= limit:
+        return name
+    stem, suffix = os.path.splitext(raw)
+    if len(suffix) > 16:
+        stem, suffix = raw, b""
+    tag = b"~" + hashlib.sha256(raw).hexdigest()[:12].encode()
+    keep = max(0, limit - len(tag) - len(suffix))
+    while 0 < keep < len(stem) and stem[keep] & 0xC0 == 0x80:
+        keep -= 1  # never cut a UTF-8 character in two
+    return os.fsdecode(stem[:keep] + tag + suffix)
+
+
+@dataclass(frozen=True)
+class RegularFile:
+    """The bytes of a file read through one descriptor, and what ``fstat`` said of it."""
+
+    data: bytes
+    mtime_ns: int
+
+
+def read_regular_file(path: Path, limit: int) -> RegularFile:
+    """Read ``path`` if, and only if, it is a regular file of its own of at most ``limit`` bytes.
+
+    One descriptor, opened without following a symbolic link and without blocking on a FIFO,
+    is checked with ``fstat`` and then read, so what is checked is what is read even if the
+    name is swapped meanwhile. Refusals raise ``MessageError`` with the reason; other failures
+    (EIO, ...) raise ``OSError``.
+
+    A hard-linked file is refused: its content is also reachable under another name, perhaps
+    outside the home, so a person who may only write into the inbox could have smarthole read
+    (and send to the model) a file they cannot read themselves, and the writer under the other
+    name can still change it after it was taken.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        # ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket or a FIFO's missing writer side.
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EMLINK, errno.EOPNOTSUPP):
+            raise MessageError("not a regular file") from exc
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MessageError("not a regular file")
+        if info.st_nlink != 1:
+            raise MessageError("hard-linked file (refused: see the README)")
+        if info.st_size > limit:
+            raise MessageError(_too_large(info.st_size, limit))
+        chunks = []
+        remaining = limit + 1  # one byte more tells a file that grew after the fstat
+        while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 20))):
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise MessageError(_too_large(len(data), limit))
+        return RegularFile(data=data, mtime_ns=info.st_mtime_ns)
+    finally:
+        os.close(fd)
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"larger than max_message_bytes ({size} > {limit} bytes)"
+
+
+def open_for_writing(path: Path) -> bool | None:
+    """Whether another process still has ``path`` open for writing; None when it cannot tell.
+
+    Linux answers through a read lease, which the kernel refuses (EAGAIN) while the file is
+    open for writing anywhere; the lease is let go at once. Elsewhere, or for a file the
+    daemon does not own, or on a filesystem without leases, the answer is None.
+    """
+    import fcntl
+
+    set_lease = getattr(fcntl, "F_SETLEASE", None)
+    if set_lease is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None  # gone or unusual: the claim that follows decides
+    try:
+        fcntl.fcntl(fd, set_lease, fcntl.F_RDLCK)
+    except OSError as exc:
+        return True if exc.errno == errno.EAGAIN else None
+    else:
+        fcntl.fcntl(fd, set_lease, fcntl.F_UNLCK)
+        return False
+    finally:
+        os.close(fd)

@@ -1,33 +1,55 @@
 """The inbox folder: watching it, claiming files, and setting bad ones aside.
 
 Writers rename finished files into ``inbox/``; dotfiles and names ending ``.tmp`` or ``.part``
-are someone's work in progress and are left alone, as are folders. Filesystem events (watchdog)
-are only hints that wake the daemon: a scan of the folder is the truth.
+are someone's work in progress and are left alone, as are folders. A file written in place is
+taken only once its writer has closed it (Linux tells through a read lease; elsewhere, once it
+has not changed for ``settle_seconds``). Filesystem events (watchdog) are only hints that wake
+the daemon: a scan of the folder is the truth.
 
 Claiming moves a file atomically into ``.smarthole/claimed/`` before anything else happens,
-then records it in the ledger. The claimed file is deleted only once the message's final
-outbox file is written, or moved to ``failed/`` (with ``<name>.error.txt``) when the message
-cannot be answered.
+then reads it through one descriptor (a regular file of its own, within the size limit) and
+records it in the ledger. The claimed file is deleted only once the message's final outbox
+file is written, or moved to ``failed/`` (with ``<name>.error.txt``) when the message cannot
+be answered. A fault of the disk or the database between the claim and the ledger strands the
+file; it is retried with backoff, listed by ``smarthole status``, and never lost.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import MessageError
-from .fsutil import atomic_write, fsync_dir, move_durably, unique_path
+from .fsutil import (
+    NAME_MAX,
+    atomic_write,
+    fit_name,
+    fsync_dir,
+    make_private,
+    move_durably,
+    open_for_writing,
+    read_regular_file,
+    unique_path,
+)
 from .ledger import Admission
-from .message import DEFAULT_CHANNEL, Message, iso, parse_message, render_message_file
+from .message import (
+    DEFAULT_CHANNEL,
+    Message,
+    display_name,
+    iso,
+    parse_message,
+    render_message_file,
+)
 
 if TYPE_CHECKING:
     from .config import Home, InboxSettings
@@ -41,6 +63,10 @@ logger = logging.getLogger(__name__)
 IGNORED_SUFFIXES = (".tmp", ".part")
 UNSAFE_IN_NAMES = re.compile(r"[^\w.@+-]")
 CLAIM_SEPARATOR = "--"
+ERROR_SUFFIX = ".error.txt"
+# Room for ERROR_SUFFIX and unique_path's "-N" when a failed file's name is made to fit.
+FAILED_NAME_MAX = NAME_MAX - len(ERROR_SUFFIX) - 8
+STRANDED_MAX_DELAY = 60.0
 
 
 def is_candidate(name: str) -> bool:
@@ -48,8 +74,21 @@ def is_candidate(name: str) -> bool:
     return not name.startswith(".") and not name.lower().endswith(IGNORED_SUFFIXES)
 
 
+def claimed_name(name: str) -> str:
+    """A unique name in the claimed folder for inbox file ``name``, short enough to exist.
+
+    It is valid UTF-8 even when ``name`` is not, because the ledger stores it as text.
+    """
+    prefix = f"{time.time_ns():x}{CLAIM_SEPARATOR}"
+    return prefix + fit_name(display_name(name), NAME_MAX - len(prefix))
+
+
 def original_name(claimed: Path) -> str:
-    """The inbox name of a claimed file (claimed names are ``<stamp>--<name>``)."""
+    """The inbox name of a claimed file (claimed names are ``<stamp>--<name>``).
+
+    For a name that had to be shortened this is the short form; the claim itself passes the
+    original name on, so only a crash in the instant between claim and ledger loses it.
+    """
     return claimed.name.split(CLAIM_SEPARATOR, 1)[-1]
 
 
@@ -62,6 +101,17 @@ def drop_message(inbox: Path, text: str, *, message_id: str, **fields: Any) -> P
     return path
 
 
+@dataclass(frozen=True, order=True)
+class _Entry:
+    """An inbox entry seen by a scan; entries sort oldest first, then by name."""
+
+    mtime_ns: int
+    name: str
+    regular: bool
+    linked: bool  # a regular file with more than one name
+    ctime_ns: int
+
+
 @dataclass(frozen=True)
 class Claim:
     """The outcome of claiming one file."""
@@ -70,6 +120,33 @@ class Claim:
     admission: Admission | None
     message: Message | None = None
     reason: str | None = None
+
+
+@dataclass
+class StrandedClaim:
+    """A claimed file that a fault of the disk or the database kept out of the ledger."""
+
+    file: str
+    source_name: str
+    attempts: int
+    last_error: str
+    since: str
+    next_attempt_at: str
+    retry_at: float = 0.0  # time.monotonic() of the next attempt; not shown
+
+    def shown(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["retry_at"]
+        return data
+
+
+def read_stranded(home: Home) -> list[dict[str, Any]]:
+    """The stranded claims a daemon last reported for ``home`` (for ``smarthole status``)."""
+    try:
+        items = json.loads(home.stranded_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [item for item in items if isinstance(item, dict) and Path(item["file"]).exists()]
 
 
 class Inbox:
@@ -90,11 +167,30 @@ class Inbox:
         self.ledger = ledger
         self.events = events
         self.plugins = plugins
+        self._stranded: dict[Path, StrandedClaim] = {}
+        self._unclaimable: dict[str, int] = {}  # inbox name -> mtime_ns when its rename failed
+        self._recheck_at: float | None = None  # time.monotonic() to look at settling files again
 
-    # -- claiming ---------------------------------------------------------------------------
+    # -- scanning ---------------------------------------------------------------------------
 
     def pending_names(self) -> list[str]:
         """Inbox entries that look like messages, oldest first (by mtime, then name)."""
+        return [entry.name for entry in self._scan()]
+
+    def claimable_names(self) -> list[str]:
+        """Pending names that a claim could take now: ready, and not refused by the folder."""
+        return [entry.name for entry in self._scan() if self._claimable(entry)]
+
+    def has_work(self) -> bool:
+        """For ``--once``: a file a claim could take now, or once it has settled.
+
+        A file still open for writing, or one the folder refuses to let go, does not count:
+        ``--once`` must not wait on another program.
+        """
+        self._recheck_at = None
+        return bool(self.claimable_names()) or self._recheck_at is not None
+
+    def _scan(self) -> list[_Entry]:
         entries = []
         try:
             with os.scandir(self.home.inbox) as scan:
@@ -107,62 +203,108 @@ class Inbox:
                         continue
                     if stat.S_ISDIR(info.st_mode):
                         continue
-                    entries.append((info.st_mtime_ns, entry.name))
+                    regular = stat.S_ISREG(info.st_mode)
+                    linked = regular and info.st_nlink > 1
+                    entries.append(
+                        _Entry(info.st_mtime_ns, entry.name, regular, linked, info.st_ctime_ns)
+                    )
         except FileNotFoundError:
             return []
-        return [name for _, name in sorted(entries)]
+        return sorted(entries)
+
+    def _claimable(self, entry: _Entry) -> bool:
+        if self._unclaimable.get(entry.name) == entry.mtime_ns:
+            return False  # its rename failed and it has not changed since
+        if entry.linked and self._settling(entry.ctime_ns):
+            # A writer that links its temp file into place (an exclusive write) unlinks the
+            # temp name a moment later; a file that keeps two names is set aside after this.
+            return False
+        # Anything but a regular file is claimed at once, to be set aside with its reason.
+        return not entry.regular or self._ready(entry.name, entry.mtime_ns)
+
+    def _ready(self, name: str, mtime_ns: int) -> bool:
+        """Whether the writer of ``inbox/name`` is done with it."""
+        busy = open_for_writing(self.home.inbox / name)
+        if busy is not None:
+            return not busy  # still open: its close is an inotify event that wakes the daemon
+        return not self._settling(mtime_ns)
+
+    def _settling(self, changed_ns: int) -> bool:
+        """Whether a change at ``changed_ns`` is too recent to trust; if so, look again later."""
+        wait = changed_ns / 1e9 + self.settings.settle_seconds - time.time()
+        if wait <= 0:
+            return False
+        recheck = time.monotonic() + wait
+        self._recheck_at = min(self._recheck_at or recheck, recheck)
+        return True
+
+    def next_look(self) -> float | None:
+        """``time.monotonic()`` at which settling files or stranded claims want a look."""
+        times = [c.retry_at for c in self._stranded.values()]
+        if self._recheck_at is not None:
+            times.append(self._recheck_at)
+        return min(times, default=None)
+
+    # -- claiming ---------------------------------------------------------------------------
 
     def claim_all(self) -> list[Claim]:
-        return [claim for name in self.pending_names() if (claim := self.claim(name))]
+        """Claim every ready inbox file, then retry stranded claims that are due."""
+        self._recheck_at = None
+        claims = []
+        for entry in self._scan():
+            if self._claimable(entry) and (claim := self.claim(entry.name, entry.mtime_ns)):
+                claims.append(claim)
+        self.retry_stranded()
+        return claims
 
-    def claim(self, name: str) -> Claim | None:
+    def claim(self, name: str, mtime_ns: int | None = None) -> Claim | None:
         """Move ``inbox/name`` into the claimed folder and admit it to the ledger."""
-        source = self.home.inbox / name
+        target = self.home.claimed / claimed_name(name)
         try:
-            info = source.lstat()
+            os.rename(self.home.inbox / name, target)
         except FileNotFoundError:
             return None  # taken away by its writer, or by a concurrent claim
-        target = self.home.claimed / f"{time.time_ns():x}{CLAIM_SEPARATOR}{name}"
-        try:
-            os.rename(source, target)
-        except FileNotFoundError:
-            return None
         except OSError as exc:  # e.g. inbox/ on another filesystem: it stays for a later scan
-            logger.error("cannot claim %s: %s", name, exc)
+            if name not in self._unclaimable:
+                logger.error("cannot claim %s: %s", display_name(name), exc)
+            self._unclaimable[name] = mtime_ns if mtime_ns is not None else -1
             return None
-        if not stat.S_ISREG(info.st_mode):
-            return self._reject(target, "not a regular file")
-        if info.st_size > self.settings.max_message_bytes:
-            return self._reject(
-                target,
-                f"larger than max_message_bytes ({info.st_size} > "
-                f"{self.settings.max_message_bytes} bytes)",
-            )
-        return self.admit(target, info.st_mtime)
+        self._unclaimable.pop(name, None)
+        return self._admit_or_strand(target, name)
 
-    def admit(self, claimed: Path, mtime: float) -> Claim:
-        """Parse a claimed file and record it in the ledger (also used by recovery)."""
-        name = original_name(claimed)
+    def admit(self, claimed: Path, name: str | None = None) -> Claim:
+        """Read, parse and record a claimed file (also used by recovery).
+
+        Raises only for faults of the disk or the database; an unusable file is set aside.
+        """
+        name = original_name(claimed) if name is None else name
         try:
-            message = parse_message(
-                name, claimed.read_bytes(), modified=datetime.fromtimestamp(mtime, UTC)
-            )
+            file = read_regular_file(claimed, self.settings.max_message_bytes)
+            modified = datetime.fromtimestamp(file.mtime_ns / 1e9, UTC)
+            message = parse_message(name, file.data, modified=modified)
         except MessageError as exc:
-            return self._reject(claimed, str(exc))
-        except OSError as exc:
-            return self._reject(claimed, f"cannot be read: {exc.strerror or exc}")
+            return self._reject(claimed, name, str(exc))
         channel = self._channel_for(message)
         admission = self.ledger.admit(message, channel=channel, claimed_path=claimed)
         if admission is Admission.CONFLICT:
-            return self._reject(claimed, "id reused with different content", message)
+            return self._reject(claimed, name, "id reused with different content", message)
         if admission is Admission.DUPLICATE:
-            logger.info("duplicate of message %s (%s) removed from the inbox", message.id, name)
+            logger.info(
+                "duplicate of message %s (%s) removed from the inbox",
+                message.id,
+                message.source_name,
+            )
             self.events.emit(
-                "message_duplicate", channel=channel, message_id=message.id, source_name=name
+                "message_duplicate",
+                channel=channel,
+                message_id=message.id,
+                source_name=message.source_name,
             )
             _remove(claimed)
             return Claim(name, admission, message)
-        logger.info("claimed %s as message %s (channel %s)", name, message.id, channel)
+        logger.info(
+            "claimed %s as message %s (channel %s)", message.source_name, message.id, channel
+        )
         self.plugins.notify("message_received", message=message.with_channel(channel))
         return Claim(name, admission, message)
 
@@ -175,18 +317,83 @@ class Inbox:
                 return conversation.channel
         return DEFAULT_CHANNEL
 
-    def _reject(self, claimed: Path, reason: str, message: Message | None = None) -> Claim:
-        name = original_name(claimed)
+    def _reject(
+        self, claimed: Path, name: str, reason: str, message: Message | None = None
+    ) -> Claim:
         failed = self._move_to_failed(claimed, name, reason)
-        logger.warning("set aside %s: %s (see %s)", name, reason, failed)
+        logger.warning("set aside %s: %s (see %s)", display_name(name), reason, failed)
         self.events.emit(
             "message_rejected",
             message_id=message.id if message else None,
-            source_name=name,
+            source_name=display_name(name),
             reason=reason,
             path=str(failed),
         )
         return Claim(name, None, message, reason)
+
+    # -- stranded claims --------------------------------------------------------------------
+
+    def _admit_or_strand(self, claimed: Path, name: str) -> Claim | None:
+        try:
+            claim = self.admit(claimed, name)
+        except Exception as exc:  # a fault of the disk or the database, not of the file
+            self._strand(claimed, name, exc)
+            return None
+        if self._stranded.pop(claimed, None) is not None:
+            logger.info("stranded claim %s is taken now", claimed.name)
+            self._save_stranded()
+        return claim
+
+    def _strand(self, claimed: Path, name: str, exc: Exception) -> None:
+        error = " ".join(str(exc).split()) or type(exc).__name__
+        previous = self._stranded.get(claimed)
+        attempts = previous.attempts + 1 if previous else 1
+        delay = min(0.5 * 2 ** (attempts - 1), STRANDED_MAX_DELAY)
+        self._stranded[claimed] = StrandedClaim(
+            file=str(claimed),
+            source_name=display_name(name),
+            attempts=attempts,
+            last_error=f"{type(exc).__name__}: {error}",
+            since=previous.since if previous else iso(datetime.now(UTC)),
+            next_attempt_at=iso(datetime.now(UTC) + timedelta(seconds=delay)),
+            retry_at=time.monotonic() + delay,
+        )
+        logger.error(
+            "claimed %s but could not take it in (%s: %s); trying again in %.1fs",
+            display_name(name),
+            type(exc).__name__,
+            error,
+            delay,
+        )
+        self._save_stranded()
+
+    def retry_stranded(self) -> None:
+        """Try again every stranded claim that is due."""
+        now = time.monotonic()
+        for path, stranded in list(self._stranded.items()):
+            if stranded.retry_at > now:
+                continue
+            if not path.exists():
+                del self._stranded[path]
+                self._save_stranded()
+                continue
+            self._admit_or_strand(path, stranded.source_name)
+
+    @property
+    def stranded(self) -> list[StrandedClaim]:
+        return list(self._stranded.values())
+
+    def _save_stranded(self) -> None:
+        """Tell ``smarthole status`` (another process) what is stranded; best effort."""
+        path = self.home.stranded_file
+        try:
+            if not self._stranded:
+                path.unlink(missing_ok=True)
+                return
+            items = [claim.shown() for claim in self._stranded.values()]
+            atomic_write(path, json.dumps(items, indent=1).encode())
+        except OSError as exc:  # the disk that stranded the claim may refuse this too
+            logger.debug("cannot write %s: %s", path, exc)
 
     # -- endings ----------------------------------------------------------------------------
 
@@ -208,15 +415,13 @@ class Inbox:
                 f"message id: {entry.id}",
                 f"retry with: smarthole retry {entry.id}",
             ]
+        name = entry.message.source_name
         claimed = entry.claimed_path
         if claimed is None or not claimed.exists():
             # The file is gone (a crash after it moved); the ledger has its text.
-            claimed = (
-                self.home.claimed / f"{time.time_ns():x}{CLAIM_SEPARATOR}"
-                f"{entry.message.source_name}"
-            )
+            claimed = self.home.claimed / claimed_name(name)
             atomic_write(claimed, render_message_file(entry.message.text, id=entry.id))
-        failed = self._move_to_failed(claimed, entry.message.source_name, "\n".join(details))
+        failed = self._move_to_failed(claimed, name, "\n".join(details))
         self.ledger.set_status(
             entry.id, "dead", last_error=reason, failed_path=str(failed), claimed_path=None
         )
@@ -224,15 +429,23 @@ class Inbox:
 
     def _move_to_failed(self, claimed: Path, name: str, reason: str) -> Path:
         self.home.failed.mkdir(parents=True, exist_ok=True)
-        target = unique_path(self.home.failed, name)
-        atomic_write(target.with_name(target.name + ".error.txt"), (reason.strip() + "\n").encode())
+        fitted = fit_name(display_name(name), FAILED_NAME_MAX)
+        if fitted != name:
+            reason = f"{reason.strip()}\noriginal name: {display_name(name)}"
+        target = unique_path(self.home.failed, fitted)
+        atomic_write(target.with_name(target.name + ERROR_SUFFIX), (reason.strip() + "\n").encode())
         move_durably(claimed, target)
+        make_private(target)  # the writer's mode may have let others read it
         return target
 
     # -- recovery ---------------------------------------------------------------------------
 
     def recover(self) -> int:
-        """Finish what a crash left in the claimed folder; returns how many files it handled."""
+        """Finish what a crash left in the claimed folder; returns how many files it handled.
+
+        Nothing here is fatal: a file that cannot be taken in is stranded and retried.
+        """
+        self._save_stranded()  # forget what a previous run reported
         known = self.ledger.claimed_paths()
         handled = 0
         for entry in self.ledger.answered_with_claims():
@@ -242,7 +455,7 @@ class Inbox:
             if str(path) in known or not is_candidate(path.name):
                 continue
             logger.info("recovering claimed file %s left by a stop", path.name)
-            self.admit(path, path.lstat().st_mtime)
+            self._admit_or_strand(path, original_name(path))
             handled += 1
         return handled
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import stat
 from typing import Any
 
 from .config import Home
@@ -42,6 +43,9 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         ("deferred", "deferred"),
     ):
         report[key] = [_entry(e) for e in ledger.by_status(status)]
+    from .inbox import read_stranded
+
+    report["stranded"] = read_stranded(home)
     report["failed"] = _failed(home, ledger)
     report["waiting"] = [
         {
@@ -53,7 +57,25 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         }
         for q in PendingQuestions(store).all()
     ]
+    report["warnings"] = home_warnings(home)
     return report
+
+
+def home_warnings(home: Home) -> list[str]:
+    """What about the home's permissions puts the user's conversations at risk."""
+    warnings = []
+    for folder in (home.root, home.inbox, home.state):
+        try:
+            mode = stat.S_IMODE(folder.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            who = "anyone" if mode & stat.S_IWOTH else "its group"
+            warnings.append(
+                f"{folder} can be written by {who} (mode {mode:o}): others could drop "
+                f"messages or swap files; run: chmod go-w {folder}"
+            )
+    return warnings
 
 
 def _entry(entry: LedgerEntry) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
 from .errors import StoreError
+from .fsutil import PRIVATE_FILE, make_private
 
 SCHEMA_VERSION = 1
 
@@ -125,6 +127,7 @@ CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id
 
 
 def connect(path: Path, *, check: bool) -> sqlite3.Connection:
+    _make_private(path)
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
     db.row_factory = sqlite3.Row
     try:
@@ -141,6 +144,20 @@ def connect(path: Path, *, check: bool) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _make_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite does, whatever the umask.
+
+    SQLite gives its -wal and -shm files the database file's own mode, so they follow.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        make_private(path.with_name(path.name + suffix))
 
 
 def migrate(db: sqlite3.Connection) -> None:

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -252,7 +253,7 @@ class Workspace:
         data = self._encoded(content)
         existed = target.exists()
         self.paths.make_folders(target.parent, path)
-        atomic_write(target, data)
+        atomic_write(target, data, mode=_kept_mode(target))  # the user's files keep their modes
         verb = "Overwrote" if existed else "Created"
         return f'{verb} file "{self.paths.display(target)}" ({size_text(len(data))})'
 
@@ -298,7 +299,7 @@ class Workspace:
             updated, message = insert_lines(
                 original, shown, insert_after_line, insert_before_line, content or ""
             )
-        atomic_write(target, self._encoded(updated))
+        atomic_write(target, self._encoded(updated), mode=_kept_mode(target))
         return message
 
     @reports_os_errors
@@ -375,3 +376,11 @@ class Workspace:
                 "([workspace] max_write_bytes). Write a smaller file, or split it in parts."
             )
         return data
+
+
+def _kept_mode(target: Path) -> int | None:
+    """An existing file's permission bits; None (the umask decides) for a new file."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        return None
