@@ -2,9 +2,10 @@
 
 Plugins load in that order. ``[plugins] disabled`` removes any plugin by name; ``[plugins]
 enabled`` (or ``SMARTHOLE_PLUGINS``, a comma-separated list that takes precedence) limits the
-non-built-in plugins to the names listed. A plugin that cannot be imported stops startup with a
-``PluginError`` naming its file; one that raises inside a notification hook is logged by name
-and processing goes on.
+non-built-in plugins to the names listed; ``SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD=1`` skips entry
+points (the plugins of installed packages), as pytest's ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` does.
+A plugin that cannot be imported stops startup with a ``PluginError`` naming its file; one
+that raises inside a notification hook is logged by name and processing goes on.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "smarthole"
 PLUGINS_ENV = "SMARTHOLE_PLUGINS"
+NO_AUTOLOAD_ENV = "SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD"
 
 BUILTIN_PLUGINS: dict[str, str] = {
     "conversation": "smarthole.tools.conversation",
@@ -162,17 +164,24 @@ def load_plugins(
     env: Mapping[str, str] | None = None,
 ) -> Plugins:
     """Build the plugin manager from built-ins, entry points and plugin folders."""
-    selection = PluginSelection.from_settings(enabled, disabled, os.environ if env is None else env)
+    env = os.environ if env is None else env
+    selection = PluginSelection.from_settings(enabled, disabled, env)
     plugins = Plugins()
     for name, module_name in BUILTIN_PLUGINS.items():
         if selection.allows(name, builtin=True):
             module = importlib.import_module(module_name)
             plugins.register(module, name, source="built-in", location=module_name)
-    _load_entry_points(plugins, selection)
+    if not env_flag(env, NO_AUTOLOAD_ENV):
+        _load_entry_points(plugins, selection)
     for folder in folders:
         _load_folder(plugins, selection, _resolve_folder(home_root, folder))
     plugins.check()
     return plugins
+
+
+def env_flag(env: Mapping[str, str], name: str) -> bool:
+    """Whether ``name`` is set to something other than empty, 0, false or no."""
+    return env.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _resolve_folder(home_root: Path, folder: str) -> Path:
