@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
-from conftest import db, drop, finals, run_once, wait_for
+from conftest import db, drop, finals, run_once, wait_for, write_config
 
 from smarthole import hookimpl
 from smarthole.agent import ModelClient, _model_error
 from smarthole.config import ModelSettings
 from smarthole.errors import ModelError
+from smarthole.prompts import TITLE_SYSTEM
 from smarthole.testing import (
     error,
     garbled,
     max_tokens,
+    rate_limited,
+    server_error,
     text,
     tool_use,
     unclosed,
 )
+from smarthole.titles import _Backoff
 
 PARIS = {"city": "Paris", "units": "metric"}
 
@@ -140,3 +145,58 @@ def test_an_empty_api_message_falls_back_to_the_status(fake, client):
     with pytest.raises(ModelError) as caught:
         call(client)
     assert str(caught.value).startswith("HTTP 503: ") and str(caught.value) != "HTTP 503: "
+
+
+# -- (d) titles after a transient failure ------------------------------------------------------
+
+
+def is_title(request) -> bool:
+    return request.system_text == TITLE_SYSTEM
+
+
+def title_state(home) -> tuple[str | None, str]:
+    (row,) = db(home).execute("SELECT title, title_state FROM conversations").fetchall()
+    return row["title"], row["title_state"]
+
+
+@pytest.mark.parametrize("failure", [rate_limited(), server_error(503)], ids=["429", "503"])
+def test_a_transient_title_failure_is_retried_on_a_later_pass(home, fake, env, failure, caplog):
+    caplog.set_level(logging.WARNING)
+    write_config(home, titles={"enabled": True})
+    fake.add(failure, when=is_title)
+    fake.default = lambda request: text("Weather in Paris") if is_title(request) else text("ok")
+    drop(home, "weather?", "m1")
+    run_once(home, env)
+    assert title_state(home) == (None, "pending"), "a transient failure keeps the title due"
+    assert "will try again" in caplog.text
+    run_once(home, env)
+    assert title_state(home) == ("Weather in Paris", "done")
+
+
+def test_a_permanent_title_failure_gives_up(home, fake, env):
+    write_config(home, titles={"enabled": True})
+    fake.default = lambda request: (
+        error(400, "invalid_request_error", "no") if is_title(request) else text("ok")
+    )
+    drop(home, "weather?", "m1")
+    run_once(home, env)
+    assert title_state(home) == ("Untitled conversation", "failed")
+    titles_asked = len([r for r in fake.requests if is_title(r)])
+    run_once(home, env)
+    assert len([r for r in fake.requests if is_title(r)]) == titles_asked
+
+
+def test_the_title_backoff_doubles_honours_retry_after_and_resets():
+    now = [0.0]
+    backoff = _Backoff(clock=lambda: now[0])
+    key = ("title", "c1")
+    assert not backoff.waiting(key)
+    assert [backoff.failed(key, None) for _ in range(3)] == [30.0, 60.0, 120.0]
+    assert backoff.waiting(key)
+    now[0] = 119.0
+    assert backoff.waiting(key)
+    now[0] = 120.0
+    assert not backoff.waiting(key), "due again on the next pass after the delay"
+    assert backoff.failed(key, 5.0) == 5.0, "the server's retry-after wins"
+    backoff.succeeded(key)
+    assert not backoff.waiting(key) and backoff.failed(key, None) == 30.0
