@@ -53,6 +53,7 @@ class Notifier:
             self.program,
             f"--urgency={urgency}",
             "--app-name=smarthole",
+            "--",  # the title and the reply are text, never options (a reply may start with -)
             TITLES.get(kind, "smarthole"),
             text[:500],
         ]

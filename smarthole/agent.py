@@ -12,7 +12,7 @@ import email.utils
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,21 +100,23 @@ class ModelClient:
         started = time.monotonic()
         try:
             with self._client.messages.stream(**params) as stream:
+                unclosed = _unclosed_blocks(stream)
                 final = stream.get_final_message()
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
             raise ModelError(
-                f"the model's reply stream broke off: {exc or type(exc).__name__}",
+                f"the model's reply stream broke off: {describe(exc)}",
                 retryable=True,
                 kind="stream",
             ) from exc
-        if final.stop_reason is None:
+        except ValueError as exc:  # data that is not JSON, or not a valid event: like a 5xx
             raise ModelError(
-                "the model's reply stream ended before it was complete",
+                f"the model's reply stream was not valid JSON: {describe(exc)}",
                 retryable=True,
-                kind="stream",
-            )
+                kind="server",
+            ) from exc
+        _check_complete(final, unclosed, params["max_tokens"])
         usage = final.usage.model_dump(exclude_none=True) if final.usage else {}
         logger.debug(
             "model %s answered in %.2fs (%s, %s)",
@@ -130,16 +132,67 @@ class ModelClient:
         self._client.close()
 
 
+def _unclosed_blocks(events: Iterable[Any]) -> dict[int, Any]:
+    """Read a stream to its end; returns the content blocks it never stopped, by index."""
+    started: dict[int, Any] = {}
+    for event in events:
+        if event.type == "content_block_start":
+            started[event.index] = event.content_block
+        elif event.type == "content_block_stop":
+            started.pop(event.index, None)
+    return started
+
+
+def _check_complete(final: Any, unclosed: dict[int, Any], max_tokens: int) -> None:
+    """Refuse a reply that is incomplete, above all a tool call whose input was cut off.
+
+    The SDK repairs a tool call's partial input JSON, so a call cut off by the end of the
+    stream or by ``max_tokens`` looks whole; running it would act on arguments the model never
+    finished. Such a reply is a retryable ``ModelError`` (the attempt is retried later with
+    backoff, like a 5xx): the tool is not run, and nothing of the reply is stored.
+    """
+    cut = next((b for b in unclosed.values() if b.type == "tool_use"), None)
+    if cut is not None:
+        raise ModelError(
+            f"the model's reply stream ended inside a call of tool {cut.name}, so its input "
+            "is incomplete; the tool was not run",
+            retryable=True,
+            kind="stream",
+        )
+    if final.stop_reason is None or unclosed:
+        raise ModelError(
+            "the model's reply stream ended before it was complete",
+            retryable=True,
+            kind="stream",
+        )
+    last = final.content[-1] if final.content else None
+    if final.stop_reason == "max_tokens" and last is not None and last.type == "tool_use":
+        raise ModelError(
+            f"the model reached max_tokens ({max_tokens}) inside a call of tool {last.name}, "
+            "so its input is incomplete; the tool was not run (raise [model] max_tokens if "
+            "this repeats)",
+            retryable=True,
+            kind="max_tokens",
+        )
+
+
+def describe(exc: BaseException) -> str:
+    """An exception's message, or its type's name when the message is empty."""
+    return str(exc).strip() or type(exc).__name__
+
+
 def _model_error(exc: Exception) -> ModelError:
     """Classify an SDK exception: can a later attempt succeed, and when?"""
     import anthropic
 
     if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
-        return ModelError(f"could not reach the model: {exc}", retryable=True, kind="connection")
+        return ModelError(
+            f"could not reach the model: {describe(exc)}", retryable=True, kind="connection"
+        )
     if not isinstance(exc, anthropic.APIStatusError):
-        return ModelError(f"model call failed: {exc}", retryable=False)
+        return ModelError(f"model call failed: {describe(exc)}", retryable=False)
     status = exc.status_code
-    message = exc.api_message or str(exc)
+    message = (exc.api_message or "").strip() or describe(exc)
     retry_after = _retry_after(exc.response.headers)
     code = exc.error_code or ""
     if status == 200:  # an error event inside the stream, e.g. overloaded_error

@@ -103,15 +103,15 @@ class App:
             raise ConfigError(f"{self.home.config_file}: " + "; ".join(errors))
 
     def _load_tools(self) -> None:
-        def arguments_for(plugin_name: str) -> dict[str, Any]:
-            def register(
-                function: Callable[..., Any], idempotent: bool = False, name: str | None = None
-            ) -> None:
-                self.tools.register(function, plugin=plugin_name, idempotent=idempotent, name=name)
+        def register(
+            function: Callable[..., Any], idempotent: bool = False, name: str | None = None
+        ) -> None:
+            plugin = self.plugins.calling()  # whose register_tools is running
+            if plugin is None:
+                raise PluginError("register() works only inside a register_tools hook")
+            self.tools.register(function, plugin=plugin, idempotent=idempotent, name=name)
 
-            return {"register": register, "app": self}
-
-        self.plugins.call_each_strict("register_tools", arguments_for)
+        self.plugins.call_strict("register_tools", register=register, app=self)
 
     def settings(self, plugin_name: str) -> Any:
         """The validated ``[plugins.<name>]`` settings (a dataclass, or a dict if undeclared)."""

@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("smarthole")
 
+STRICT_HOOKS = frozenset({"register_tools", "register_settings", "startup"})
+"""Hooks whose failure stops startup with a ``PluginError`` naming the plugin.
+
+Every other hook is isolated: an implementation that raises is logged with its plugin's name
+and returns nothing, and the other implementations still run.
+"""
+
 
 @hookspec
 def register_tools(register: Callable[..., Any], app: App) -> None:

@@ -2,20 +2,31 @@
 
 Plugins load in that order. ``[plugins] disabled`` removes any plugin by name; ``[plugins]
 enabled`` (or ``SMARTHOLE_PLUGINS``, a comma-separated list that takes precedence) limits the
-non-built-in plugins to the names listed. A plugin that cannot be imported stops startup with a
-``PluginError`` naming its file; one that raises inside a notification hook is logged by name
-and processing goes on.
+non-built-in plugins to the names listed; ``SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD=1`` skips entry
+points (the plugins of installed packages), as pytest's ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` does.
+A plugin that cannot be imported stops startup with a ``PluginError`` naming its file.
+
+Hooks are called through pluggy, in pluggy's order: ``tryfirst`` implementations, then the
+last registered first (folder plugins, entry points, built-ins), then ``trylast`` ones, with
+``wrapper=True`` implementations around them all. An implementation that raises in a strict
+hook (``hookspecs.STRICT_HOOKS``: ``register_*`` and ``startup``) stops startup with a
+``PluginError`` naming it; in any other hook it is logged by name and the others still run.
+``SMARTHOLE_TRACE_PLUGINS=1`` logs every hook call and its duration.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -29,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "smarthole"
 PLUGINS_ENV = "SMARTHOLE_PLUGINS"
+NO_AUTOLOAD_ENV = "SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD"
+TRACE_ENV = "SMARTHOLE_TRACE_PLUGINS"
 
 BUILTIN_PLUGINS: dict[str, str] = {
     "conversation": "smarthole.tools.conversation",
@@ -43,6 +56,7 @@ class PluginInfo:
     name: str
     source: str
     location: str
+    plugin: object = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -71,12 +85,20 @@ class PluginSelection:
 
 
 class Plugins:
-    """A pluggy manager plus what smarthole knows about each plugin."""
+    """A pluggy manager plus what smarthole knows about each plugin.
 
-    def __init__(self) -> None:
+    Every hook call goes through pluggy (:meth:`collect`, :meth:`notify`, :meth:`call_strict`),
+    so implementations run in pluggy's order, ``wrapper=True`` implementations wrap the others
+    and ``pm.add_hookcall_monitoring`` sees each call. Isolation comes from what is registered:
+    each plugin's hook functions, guarded (see :class:`_GuardedPlugin`).
+    """
+
+    def __init__(self, *, trace: bool = False) -> None:
         self.pm = pluggy.PluginManager("smarthole")
         self.pm.add_hookspecs(hookspecs)
         self.info: dict[str, PluginInfo] = {}
+        if trace:
+            self.pm.add_hookcall_monitoring(*_tracer())
 
     @property
     def hook(self) -> Any:
@@ -87,18 +109,23 @@ class Plugins:
             raise PluginError(
                 f"two plugins are named {name!r}: {location} and {self.info[name].location}"
             )
+        twin = next((i for i in self.info.values() if i.plugin is plugin), None)
+        if twin is not None:
+            raise PluginError(f"plugin {name!r} ({location}) is already loaded as {twin.name!r}")
         try:
-            self.pm.register(plugin, name=name)
+            self.pm.register(_GuardedPlugin(self.pm, plugin, name, location), name=name)
         except pluggy.PluginValidationError as exc:
             raise PluginError(f"plugin {name!r} ({location}): {exc}") from exc
-        self.info[name] = PluginInfo(name=name, source=source, location=location)
+        self.info[name] = PluginInfo(name=name, source=source, location=location, plugin=plugin)
 
     def check(self) -> None:
         """Fail loudly when a plugin implements a hook that does not exist (a typo)."""
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plugin {exc.plugin!r}: {exc}") from exc
+            name = self.pm.get_name(exc.plugin)
+            where = self.info[name].location if name in self.info else ""
+            raise PluginError(f"plugin {name!r} ({where}): {exc}") from exc
 
     def hook_names(self, name: str) -> list[str]:
         """The hooks plugin ``name`` implements, sorted."""
@@ -106,51 +133,159 @@ class Plugins:
         callers = self.pm.get_hookcallers(plugin) or []
         return sorted(caller.name for caller in callers)
 
+    def calling(self) -> str | None:
+        """The name of the plugin whose implementation is running, if any (``register_*``)."""
+        return _calling.get()
+
     def notify(self, hook_name: str, **kwargs: Any) -> None:
-        """Call a notification hook on every plugin; one plugin's exception stops nothing."""
+        """Call a notification hook; a plugin that raises is logged and the others still run."""
         self.collect(hook_name, **kwargs)
 
     def collect(self, hook_name: str, **kwargs: Any) -> list[Any]:
-        """Call every implementation, log failures by plugin name, return non-None results."""
-        results = []
-        for impl in self._implementations(hook_name):
-            try:
-                result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            except Exception:
-                logger.exception("plugin %r failed in hook %s", impl.plugin_name, hook_name)
-                continue
-            if result is not None:
-                results.append(result)
-        return results
+        """Call an isolated hook; returns the non-None results in call order."""
+        if hook_name in hookspecs.STRICT_HOOKS:
+            raise ValueError(f"{hook_name} is a strict hook: call it with call_strict")
+        return list(getattr(self.pm.hook, hook_name)(**kwargs))
 
     def call_strict(self, hook_name: str, **kwargs: Any) -> list[Any]:
-        """Call a startup-time hook; an exception becomes a ``PluginError`` naming the plugin."""
-        return self.call_each_strict(hook_name, lambda plugin_name: kwargs)
+        """Call a startup-time hook; a failure is a ``PluginError`` naming the plugin."""
+        if hook_name not in hookspecs.STRICT_HOOKS:
+            raise ValueError(f"{hook_name} is an isolated hook: call it with collect or notify")
+        return list(getattr(self.pm.hook, hook_name)(**kwargs))
 
-    def call_each_strict(
-        self, hook_name: str, arguments_for: Callable[[str], dict[str, Any]]
-    ) -> list[Any]:
-        """Like :meth:`call_strict`, with arguments made for each plugin by name."""
-        results = []
-        for impl in self._implementations(hook_name):
-            arguments = arguments_for(impl.plugin_name)
+
+_calling: ContextVar[str | None] = ContextVar("smarthole_calling_plugin", default=None)
+
+
+class _GuardedPlugin:
+    """What smarthole registers with pluggy in place of a plugin: its hooks, each guarded.
+
+    pluggy finds hook implementations among an object's functions and calls them from its own
+    call loop, which stops at the first exception. So each implementation of the plugin is
+    registered wrapped: a failure in an isolated hook is logged with the plugin's name and the
+    implementation gives no result, so the others still run; a failure in a strict hook
+    (:data:`hookspecs.STRICT_HOOKS`) becomes a ``PluginError`` naming the plugin. The wrapped
+    functions keep their marker options and (through ``__wrapped__``) their signature, so
+    pluggy validates, orders, wraps and monitors them exactly as it would the plugin's own.
+    """
+
+    def __init__(self, pm: pluggy.PluginManager, plugin: object, name: str, location: str):
+        self._label = f"<plugin {name!r} from {location}>"
+        for attribute in dir(plugin):
+            options = pm.parse_hookimpl_opts(plugin, attribute)
+            if options is None:
+                continue
+            hook = options.get("specname") or attribute
+            guard = _Guard(name, hook, location)
+            function = getattr(plugin, attribute)
+            if options.get("wrapper") or options.get("hookwrapper"):
+                guarded = guard.wrapper(function)
+            else:
+                guarded = guard.implementation(function)
+            setattr(guarded, f"{pm.project_name}_impl", options)
+            setattr(self, attribute, guarded)
+
+    def __repr__(self) -> str:
+        return self._label
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """How one plugin's implementation of one hook fails: logged, or a ``PluginError``."""
+
+    plugin: str
+    hook: str
+    location: str
+
+    @property
+    def strict(self) -> bool:
+        return self.hook in hookspecs.STRICT_HOOKS
+
+    def failed(self, exc: BaseException) -> None:
+        """Raise the ``PluginError`` of a strict hook, or log the failure of an isolated one."""
+        if isinstance(exc, PluginError):
+            raise exc
+        if self.strict:
+            raise PluginError(
+                f"plugin {self.plugin!r} ({self.location}) failed in {self.hook}: "
+                f"{exc or type(exc).__name__}"
+            ) from exc
+        logger.error("plugin %r failed in hook %s", self.plugin, self.hook, exc_info=exc)
+
+    def implementation(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            token = _calling.set(self.plugin)
             try:
-                result = impl.function(*[arguments[arg] for arg in impl.argnames])
-            except PluginError:
-                raise
+                return function(*args, **kwargs)
             except Exception as exc:
-                where = self.info.get(impl.plugin_name)
-                location = f" ({where.location})" if where else ""
-                raise PluginError(
-                    f"plugin {impl.plugin_name!r}{location} failed in {hook_name}: {exc}"
-                ) from exc
-            if result is not None:
-                results.append(result)
-        return results
+                self.failed(exc)
+                return None
+            finally:
+                _calling.reset(token)
 
-    def _implementations(self, hook_name: str) -> list[Any]:
-        # pluggy calls the last registered first; smarthole calls in registration order.
-        return list(reversed(getattr(self.pm.hook, hook_name).get_hookimpls()))
+        return guarded
+
+    def wrapper(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Guard a (new- or old-style) wrapper: one ``yield``, then a result or an exception."""
+
+        @functools.wraps(function)
+        def guarded(*args: Any, **kwargs: Any) -> Generator[None, Any, Any]:
+            try:
+                teardown = function(*args, **kwargs)
+                next(teardown)
+            except Exception as exc:  # the set-up failed: step aside for the others
+                self.failed(exc if not isinstance(exc, StopIteration) else _did_not_yield())
+                return (yield)
+            return (yield from self._finish(teardown))
+
+        return guarded
+
+    def _finish(self, teardown: Generator[None, Any, Any]) -> Generator[None, Any, Any]:
+        inner: BaseException | None = None
+        try:
+            result = yield
+        except BaseException as exc:  # the inner call failed (only strict hooks let it out)
+            inner, result = exc, None
+        try:
+            if inner is not None:
+                teardown.throw(inner)
+            else:
+                teardown.send(result)
+        except StopIteration as stop:
+            return stop.value
+        except Exception as exc:
+            if exc is inner:
+                raise
+            self.failed(exc)
+            if inner is not None:
+                raise inner from None
+            return result
+        teardown.close()
+        raise RuntimeError(f"plugin {self.plugin!r}: the {self.hook} wrapper yielded twice")
+
+
+def _did_not_yield() -> RuntimeError:
+    return RuntimeError("the wrapper did not yield")
+
+
+def _tracer() -> tuple[Callable[..., None], Callable[..., None]]:
+    """``add_hookcall_monitoring`` callbacks that log every hook call and its duration."""
+    started = threading.local()
+
+    def before(hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        started.__dict__.setdefault("stack", []).append(time.perf_counter())
+
+    def after(
+        outcome: Any, hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> None:
+        took = (time.perf_counter() - started.stack.pop()) * 1000
+        names = ", ".join(impl.plugin_name for impl in reversed(impls))
+        count = f"{len(impls)} implementation{'' if len(impls) == 1 else 's'}"
+        failed = f" (failed: {outcome.exception!r})" if outcome.exception else ""
+        logger.info("hook %s: %s (%s) in %.3f ms%s", hook_name, count, names, took, failed)
+
+    return before, after
 
 
 def load_plugins(
@@ -162,17 +297,24 @@ def load_plugins(
     env: Mapping[str, str] | None = None,
 ) -> Plugins:
     """Build the plugin manager from built-ins, entry points and plugin folders."""
-    selection = PluginSelection.from_settings(enabled, disabled, os.environ if env is None else env)
-    plugins = Plugins()
+    env = os.environ if env is None else env
+    selection = PluginSelection.from_settings(enabled, disabled, env)
+    plugins = Plugins(trace=env_flag(env, TRACE_ENV))
     for name, module_name in BUILTIN_PLUGINS.items():
         if selection.allows(name, builtin=True):
             module = importlib.import_module(module_name)
             plugins.register(module, name, source="built-in", location=module_name)
-    _load_entry_points(plugins, selection)
+    if not env_flag(env, NO_AUTOLOAD_ENV):
+        _load_entry_points(plugins, selection)
     for folder in folders:
         _load_folder(plugins, selection, _resolve_folder(home_root, folder))
     plugins.check()
     return plugins
+
+
+def env_flag(env: Mapping[str, str], name: str) -> bool:
+    """Whether ``name`` is set to something other than empty, 0, false or no."""
+    return env.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _resolve_folder(home_root: Path, folder: str) -> Path:

@@ -2,15 +2,19 @@
 
 A title is due after a conversation's first completed turn, a summary when it ends. Both are
 marked ``pending`` in the store first, so a crash or an outage only delays them: whoever runs
-next (the channel's next turn, or the daemon's periodic sweep) writes them. A failed call
-falls back to "Untitled conversation" and to no summary. A title the user set is pinned and
-never replaced.
+next (the channel's next turn, or the daemon's periodic sweep) writes them. A call that fails
+for a while (a 429, a 5xx, a broken stream) leaves them pending and is retried on a later
+sweep, not before a backoff; a call that cannot succeed (a 400, a bad key) falls back to
+"Untitled conversation" and to no summary for good. A title the user set is pinned and never
+replaced.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .errors import ModelError
@@ -26,8 +30,6 @@ from .prompts import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .agent import ModelClient
     from .config import TitleSettings
     from .events import EventLog
@@ -51,6 +53,7 @@ class Titler:
         self.settings = settings
         self._lock = threading.Lock()
         self._writing: set[tuple[str, str]] = set()
+        self._backoff = _Backoff()
 
     @property
     def enabled(self) -> bool:
@@ -74,7 +77,12 @@ class Titler:
             or conversation.title_state not in ("pending", "none")
         ):
             return
-        title = self._ask(conversation, TITLE_SYSTEM, TITLE_REQUEST, TITLE_MAX_TOKENS, clean_title)
+        try:
+            title = self._ask(
+                conversation, TITLE_SYSTEM, TITLE_REQUEST, TITLE_MAX_TOKENS, clean_title
+            )
+        except _TryLater:
+            return
         state = "done" if title else "failed"
         if self.store.set_title(conversation.id, title or UNTITLED, state=state):
             self.events.emit(
@@ -92,9 +100,12 @@ class Titler:
         if not self.enabled:
             self.store.set_summary(conversation.id, None, state="disabled")
             return
-        summary = self._ask(
-            conversation, SUMMARY_SYSTEM, SUMMARY_REQUEST, SUMMARY_MAX_TOKENS, clean_summary
-        )
+        try:
+            summary = self._ask(
+                conversation, SUMMARY_SYSTEM, SUMMARY_REQUEST, SUMMARY_MAX_TOKENS, clean_summary
+            )
+        except _TryLater:
+            return
         self.store.set_summary(conversation.id, summary, state="done" if summary else "failed")
         self.events.emit(
             "summary_generated",
@@ -117,7 +128,7 @@ class Titler:
                     continue
                 key = (what, conversation.id)
                 with self._lock:
-                    if key in self._writing:
+                    if key in self._writing or self._backoff.waiting(key):
                         continue
                     self._writing.add(key)
                 try:
@@ -138,10 +149,14 @@ class Titler:
         max_tokens: int,
         clean: Callable[[str], str | None],
     ) -> str | None:
+        """The cleaned answer, or None when it cannot be had; ``_TryLater`` after a transient
+        failure (the key is then backed off)."""
         assert self.client is not None
         text = transcript(self.store.messages(conversation.id))
         if not text.strip():
             return None
+        what = "title" if max_tokens == TITLE_MAX_TOKENS else "summary"
+        key = (what, conversation.id)
         try:
             reply = self.client.complete(
                 system=system,
@@ -150,11 +165,55 @@ class Titler:
                 max_tokens=max_tokens,
             )
         except ModelError as exc:
+            if exc.retryable:
+                delay = self._backoff.failed(key, exc.retry_after)
+                logger.warning(
+                    "could not write a %s for conversation %s: %s; will try again in %.0fs",
+                    what,
+                    conversation.id,
+                    exc,
+                    delay,
+                )
+                raise _TryLater from exc
             logger.warning(
-                "could not write a %s for conversation %s: %s",
-                "title" if max_tokens == TITLE_MAX_TOKENS else "summary",
-                conversation.id,
-                exc,
+                "could not write a %s for conversation %s: %s", what, conversation.id, exc
             )
             return None
+        self._backoff.succeeded(key)
         return clean(reply.text)
+
+
+class _TryLater(Exception):
+    """A title or summary call failed for now; it stays pending for a later sweep."""
+
+
+class _Backoff:
+    """When each pending title or summary may be tried again after a transient failure.
+
+    Kept in memory: a restart tries everything pending at once, which is what a restart is for.
+    """
+
+    BASE_SECONDS = 30.0
+    MAX_SECONDS = 3600.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._failures: dict[tuple[str, str], int] = {}
+        self._not_before: dict[tuple[str, str], float] = {}
+
+    def waiting(self, key: tuple[str, str]) -> bool:
+        return self._clock() < self._not_before.get(key, 0.0)
+
+    def failed(self, key: tuple[str, str], retry_after: float | None) -> float:
+        """Record a failure; returns the seconds until the next try."""
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        delay = min(self.MAX_SECONDS, self.BASE_SECONDS * 2 ** (failures - 1))
+        if retry_after is not None:
+            delay = min(self.MAX_SECONDS, max(retry_after, 0.0))
+        self._not_before[key] = self._clock() + delay
+        return delay
+
+    def succeeded(self, key: tuple[str, str]) -> None:
+        self._failures.pop(key, None)
+        self._not_before.pop(key, None)

@@ -12,14 +12,17 @@ import time
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from importlib.metadata import EntryPoints, distributions
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from smarthole import plugins as plugins_module
 from smarthole.config import Home, dumps_toml
 from smarthole.daemon import Daemon
 from smarthole.inbox import drop_message
+from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,6 +86,45 @@ def finals(home: Path) -> list[OutboxFile]:
     return [f for f in read_outbox(home) if f["kind"] in ("response", "error")]
 
 
+@pytest.fixture(autouse=True)
+def no_installed_plugins(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Entry-point discovery sees no installed package: a test never depends on what is installed.
+
+    In this process discovery reads only the folders of :func:`plugin_site` (none unless a test
+    asks); daemon subprocesses get ``SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD=1`` through :func:`env`.
+    """
+    sites: list[Path] = []
+
+    def visible_entry_points(*, group: str) -> EntryPoints:
+        found = distributions(path=[str(site) for site in sites])
+        return EntryPoints(ep for dist in found for ep in dist.entry_points if ep.group == group)
+
+    monkeypatch.setattr(plugins_module, "entry_points", visible_entry_points)
+    monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
+    return sites
+
+
+@pytest.fixture
+def plugin_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_installed_plugins: list[Path]
+) -> Iterator[Path]:
+    """A folder on ``sys.path`` whose distributions' entry points the plugin loader does see."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv(NO_AUTOLOAD_ENV)
+    no_installed_plugins.append(site)
+    yield site
+    forget_modules_under(site)
+
+
+def forget_modules_under(folder: Path) -> None:
+    """Drop modules imported from ``folder``, so the next test imports its own."""
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(folder)):
+            del sys.modules[name]
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeMessagesAPI]:
     with FakeMessagesAPI() as server:
@@ -104,7 +146,12 @@ def env(fake: FakeMessagesAPI) -> dict[str, str]:
         k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SMARTHOLE_"))
     }
     environment.update(
-        {"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake.url, "PYTHONUNBUFFERED": "1"}
+        {
+            "ANTHROPIC_API_KEY": "test",
+            "ANTHROPIC_BASE_URL": fake.url,
+            "PYTHONUNBUFFERED": "1",
+            NO_AUTOLOAD_ENV: "1",
+        }
     )
     return environment
 

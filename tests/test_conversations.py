@@ -17,7 +17,7 @@ from conftest import db, drop, finals, run_once, smarthole, wait_for, write_conf
 from smarthole.cli import main
 from smarthole.display import relative_time
 from smarthole.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
-from smarthole.testing import hold, server_error, text, tool_use
+from smarthole.testing import error, hold, server_error, text, tool_use
 
 REQUIRED_EVENT_KEYS = {"type", "at", "conversation", "channel", "turn", "message_id"}
 
@@ -134,7 +134,8 @@ def test_a_title_is_written_after_the_first_turn(titled, fake, env):
 
 def test_a_failed_title_call_falls_back(home, fake, env):
     write_config(home, titles={"enabled": True})
-    fake.default = lambda request: server_error() if is_title(request) else text("ok")
+    refused = error(400, "invalid_request_error", "no")  # a transient failure is retried
+    fake.default = lambda request: refused if is_title(request) else text("ok")
     drop(home, "hello", "m1")
     run_once(home, env)
     (row,) = db(home).execute("SELECT title FROM conversations")

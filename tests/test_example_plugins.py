@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,9 +74,28 @@ def test_desktop_notify_marks_questions_and_errors_critical(tmp_path, fake_notif
     for kind in ("response", "question", "error"):
         app.plugins.notify("deliver", outbox_item=item(kind, f"{kind} text"))
     lines = log.read_text().splitlines()
-    assert lines[0].startswith("--urgency=normal|--app-name=smarthole|smarthole|response text")
+    assert lines[0].startswith("--urgency=normal|--app-name=smarthole|--|smarthole|response text")
     assert lines[1].startswith("--urgency=critical|") and "smarthole asks" in lines[1]
     assert lines[2].startswith("--urgency=critical|") and "error text" in lines[2]
+
+
+@pytest.mark.parametrize("reply", ["-rf /", "--help", "--urgency=low", "-"])
+def test_desktop_notify_never_reads_the_reply_as_an_option(tmp_path, monkeypatch, reply):
+    """A fake ``notify-send`` found on PATH records its argv; options end before the text."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "argv.jsonl"
+    bin_dir.mkdir()
+    script = bin_dir / "notify-send"
+    script.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"with open({str(log)!r}, 'a') as f:\n    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    app = load(tmp_path, "desktop_notify")
+    app.plugins.notify("deliver", outbox_item=item("response", reply))
+    (argv,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert argv[-3:] == ["--", "smarthole", reply]
+    assert all(arg.startswith("--") for arg in argv[:-3])
 
 
 def test_desktop_notify_only_notifies_chosen_kinds(tmp_path, fake_notify_send):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
-from conftest import REPO, smarthole, write_config
+from conftest import REPO, forget_modules_under, smarthole, write_config
 
 from smarthole.app import App
 from smarthole.cli import main
@@ -112,19 +115,59 @@ def test_builtins_can_be_disabled(tmp_path):
     assert app.tools.get("read_file") is None and app.tools.get("send_message")
 
 
-def test_entry_point_plugins_load(tmp_path, monkeypatch):
-    site = tmp_path / "site"
-    (site / "smarthole_waver").mkdir(parents=True)
-    (site / "smarthole_waver" / "__init__.py").write_text(GOOD)
-    dist = site / "smarthole_waver-1.0.dist-info"
+def install(site: Path, name: str, source: str) -> None:
+    """Install plugin ``name`` into ``site`` as a real distribution with an entry point."""
+    module = f"smarthole_{name}"
+    (site / module).mkdir(parents=True)
+    (site / module / "__init__.py").write_text(source)
+    dist = site / f"{module}-1.0.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: smarthole-waver\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[smarthole]\nwaver = smarthole_waver\n")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[smarthole]\n{name} = {module}\n")
+
+
+@pytest.fixture
+def third_party(tmp_path, monkeypatch) -> Iterator[Path]:
+    """A plugin named "waver" installed in the environment, as someone else's package would be."""
+    site = tmp_path / "third-party"
+    install(site, "waver", GOOD)
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
+    installed = entry_points(group="smarthole")
+    assert "waver" in installed.names, "the distribution is really installed"
+    yield site
+    forget_modules_under(site)
+
+
+def test_entry_point_plugins_load(tmp_path, plugin_site):
+    install(plugin_site, "waver", GOOD)
     app = load(tmp_path)
     assert app.plugins.info["waver"].source == "entry point"
     assert app.plugins.info["waver"].location == "smarthole_waver"
+
+
+def test_plugins_installed_in_the_environment_do_not_reach_the_tests(tmp_path, third_party):
+    app = load(tmp_path)
+    assert "waver" not in app.plugins.info
+    # A plugin of the test's own with the same name loads as if nothing else were installed.
+    waver = importlib.import_module("smarthole_waver")
+    app = App.load(Home(tmp_path), parse_config({}), extra_plugins=[("waver", waver)], env={})
+    assert app.plugins.info["waver"].source == "embedded"
+
+
+def test_a_test_that_installs_entry_points_sees_only_its_own(tmp_path, third_party, plugin_site):
+    install(plugin_site, "greeter", "")
+    app = load(tmp_path)
+    assert app.plugins.info["greeter"].source == "entry point"
+    assert "waver" not in app.plugins.info
+
+
+def test_a_daemon_subprocess_ignores_installed_plugins(home, env, third_party):
+    result = smarthole(
+        "plugins", "--home", str(home), "--json", env={**env, "PYTHONPATH": str(third_party)}
+    )
+    assert result.returncode == 0, result.stderr
+    assert "waver" not in {plugin["name"] for plugin in json.loads(result.stdout)}
 
 
 def test_duplicate_tool_names_are_refused(tmp_path, plugin_dir):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -24,8 +25,10 @@ from smarthole.testing import (
     drop,
     echo,
     error,
+    garbled,
     hold,
     invalid_history,
+    max_tokens,
     overloaded,
     prompt_too_long,
     rate_limited,
@@ -35,6 +38,7 @@ from smarthole.testing import (
     tool_use,
     tool_uses,
     truncated,
+    unclosed,
 )
 
 MODEL = "claude-test"
@@ -280,6 +284,53 @@ def test_a_stream_error_without_streaming_is_an_http_error(fake, client):
     fake.add(stream_error("overloaded_error"))
     with pytest.raises(anthropic.OverloadedError):
         create(client)
+
+
+def test_a_garbled_event_is_a_json_error_in_the_sdk(fake, client):
+    fake.add(garbled(text("never parsed")))
+    with pytest.raises(json.JSONDecodeError):
+        stream(client)
+
+
+def test_a_garbled_reply_without_streaming_is_not_json(fake):
+    fake.add(garbled(text("x")))
+    response = httpx2.post(
+        f"{fake.url}/v1/messages", json={"model": MODEL, "messages": HI}, headers={"x-api-key": "k"}
+    )
+    assert response.status_code == 200
+    with pytest.raises(ValueError):
+        response.json()
+
+
+def test_max_tokens_stops_the_last_block_half_way(fake, client):
+    fake.add(max_tokens(tool_use("get_weather", {"city": "Paris", "units": "metric"}, text="Hm.")))
+    final = stream(client)
+    assert final.stop_reason == "max_tokens"
+    assert final.content[0].text == "Hm.", "earlier blocks are whole"
+    cut = final.content[1]
+    assert cut.type == "tool_use" and cut.input != {"city": "Paris", "units": "metric"}
+    assert fake.requests[0].stream
+
+
+def test_max_tokens_in_text_sends_half_the_text(fake, client):
+    fake.add(max_tokens(text("sent, not sent")))
+    final = stream(client)
+    assert (final.stop_reason, final.content[0].text) == ("max_tokens", "sent, n")
+
+
+def test_max_tokens_without_streaming_is_the_stop_reason(fake, client):
+    fake.add(max_tokens(text("whole")))
+    assert create(client).stop_reason == "max_tokens"
+
+
+def test_an_unclosed_block_looks_complete_to_the_sdk(fake, client):
+    fake.add(unclosed(tool_use("get_weather", {"city": "Paris", "units": "metric"})))
+    with client.messages.stream(model=MODEL, max_tokens=100, messages=HI) as events:
+        kinds = [event.type for event in events]
+        final = events.get_final_message()
+    assert "content_block_start" in kinds and "content_block_stop" not in kinds
+    assert final.stop_reason == "tool_use"
+    assert final.content[0].input != {"city": "Paris", "units": "metric"}
 
 
 # -- faults in time ----------------------------------------------------------------------------

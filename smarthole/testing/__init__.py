@@ -31,7 +31,9 @@ from .replies import (
     drop,
     echo,
     error,
+    garbled,
     hold,
+    max_tokens,
     overloaded,
     prompt_too_long,
     rate_limited,
@@ -41,12 +43,14 @@ from .replies import (
     tool_use,
     tool_uses,
     truncated,
+    unclosed,
 )
 from .server import FakeMessagesAPI
 from .validation import invalid_history
 
 __all__ = [
     "FakeMessagesAPI", "RecordedRequest", "Reply", "Responder", "delay", "drop", "echo",
-    "error", "hold", "invalid_history", "overloaded", "prompt_too_long", "rate_limited",
-    "server_error", "stream_error", "text", "tool_use", "tool_uses", "truncated",
+    "error", "garbled", "hold", "invalid_history", "max_tokens", "overloaded", "prompt_too_long",
+    "rate_limited", "server_error", "stream_error", "text", "tool_use", "tool_uses", "truncated",
+    "unclosed",
 ]  # fmt: skip

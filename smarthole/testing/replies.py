@@ -34,6 +34,8 @@ class Reply:
     delay: float = 0.0
     truncate: bool = False
     stream_error: str | None = None
+    cut: str | None = None  # "max_tokens" or "unclosed": the last content block stops half-way
+    garble: bool = False
 
 
 def text(
@@ -127,6 +129,35 @@ def truncated(then: Reply) -> Reply:
 def stream_error(type: str = "overloaded_error") -> Reply:
     """An ``event: error`` after the first delta of a stream (an HTTP error if not streaming)."""
     return Reply(content=({"type": "text", "text": "partial"},), stream_error=type)
+
+
+def max_tokens(then: Reply) -> Reply:
+    """The model runs out of ``max_tokens`` half-way through ``then``'s last content block.
+
+    A stream sends the first half of that block (half a tool call's input JSON, which the SDK
+    repairs into partial arguments), stops the block and the message with ``max_tokens``. A
+    non-streaming request gets the whole message with ``stop_reason: "max_tokens"``.
+    """
+    return replace(then, cut="max_tokens", stop_reason="max_tokens")
+
+
+def unclosed(then: Reply) -> Reply:
+    """A stream that ends inside ``then``'s last content block, then stops the message.
+
+    Half the block is sent and never stopped (no ``content_block_stop``); ``message_delta``
+    and ``message_stop`` follow with ``then``'s stop reason, so the SDK hands back a complete
+    looking message (a ``tool_use`` block with partial input). Non-streaming: ``then`` as is.
+    """
+    return replace(then, cut="unclosed")
+
+
+def garbled(then: Reply) -> Reply:
+    """After the first delta of a stream, an event whose data is not JSON.
+
+    The SDK raises ``json.JSONDecodeError``. A non-streaming request gets a 200 whose body is
+    not JSON.
+    """
+    return replace(then, garble=True)
 
 
 def echo(prefix: str = "echo: ") -> Responder:

@@ -243,6 +243,9 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 raise ValueError(f"a message reply needs a request: {reply}")
             elif streaming:
                 self._stream(reply, request)
+            elif reply.garble:
+                self._head(200, {"content-type": "application/json", "content-length": "12"})
+                self.wfile.write(b'{"id": "msg_')
             elif reply.stream_error:
                 status = 529 if reply.stream_error == "overloaded_error" else 500
                 self._send(error(status, reply.stream_error, "fake stream error"))
@@ -267,7 +270,7 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
         def _stream(self, reply: Reply, request: RecordedRequest) -> None:
             self._head(200, {**_SSE_HEADERS, "request-id": fresh_id("req")})
             for event in _events(reply, request):
-                data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                data = _sse(event)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             if reply.drop:
                 self.close_connection = True
@@ -305,24 +308,41 @@ def _deltas(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]
     return opened, [{"type": kind, key: part} for part in parts]
 
 
-def _events(reply: Reply, request: RecordedRequest) -> Iterator[dict[str, Any]]:
-    """The SSE events of ``reply``, cut short where a fault says so."""
+def _sse(event: dict[str, Any] | tuple[str, str]) -> bytes:
+    """One server-sent event: a dict as JSON, a ``(name, data)`` pair as it is."""
+    name, data = event if isinstance(event, tuple) else (event["type"], json.dumps(event))
+    return f"event: {name}\ndata: {data}\n\n".encode()
+
+
+_GARBLED = ("content_block_delta", '{"type": "content_block_delta", "index": 0, "delta": {')
+"""An event whose data is not JSON (cut off mid-object)."""
+
+
+def _events(reply: Reply, request: RecordedRequest) -> Iterator[dict[str, Any] | tuple[str, str]]:
+    """The SSE events of ``reply``, cut short where a fault says so; raw ones as (name, data)."""
     message = _message(reply, request)
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     yield {"type": "message_start", "message": start}
     yield {"type": "ping"}
-    for index, block in enumerate(message["content"]):
+    blocks = message["content"]
+    for index, block in enumerate(blocks):
         opened, deltas = _deltas(block)
+        cut = reply.cut if index == len(blocks) - 1 else None
         yield {"type": "content_block_start", "index": index, "content_block": opened}
-        for delta in deltas:
+        for delta in deltas[:1] if cut else deltas:
             yield {"type": "content_block_delta", "index": index, "delta": delta}
+            if reply.garble:
+                yield _GARBLED
+                return
             if reply.drop:
                 return
             if reply.stream_error:
                 failure = {"type": reply.stream_error, "message": "fake stream error"}
                 yield {"type": "error", "error": failure}
                 return
+        if cut == "unclosed":
+            break
         yield {"type": "content_block_stop", "index": index}
     if reply.truncate:
         return
