@@ -160,6 +160,8 @@ def status_text(report: dict[str, Any]) -> str:
         lines.append(f"{title}: {len(items)}")
         for item in items:
             lines.append("  " + _status_item(key, item))
+    if report["duplicates_skipped"]:
+        lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
     lines += [f"warning: {warning}" for warning in report["warnings"]]
     return "\n".join(lines)
 

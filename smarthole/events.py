@@ -22,7 +22,7 @@ EVENT_TYPES = (
     "conversation_started",
     "message_received",
     "message_rejected",
-    "message_duplicate",
+    "duplicate_skipped",
     "turn_started",
     "message_stored",
     "tool_called",

@@ -289,24 +289,31 @@ class Inbox:
         if admission is Admission.CONFLICT:
             return self._reject(claimed, name, "id reused with different content", message)
         if admission is Admission.DUPLICATE:
-            logger.info(
-                "duplicate of message %s (%s) removed from the inbox",
-                message.id,
-                message.source_name,
-            )
-            self.events.emit(
-                "message_duplicate",
-                channel=channel,
-                message_id=message.id,
-                source_name=message.source_name,
-            )
-            _remove(claimed)
+            self._skip_duplicate(claimed, message, channel)
             return Claim(name, admission, message)
         logger.info(
             "claimed %s as message %s (channel %s)", message.source_name, message.id, channel
         )
         self.plugins.notify("message_received", message=message.with_channel(channel))
         return Claim(name, admission, message)
+
+    def _skip_duplicate(self, claimed: Path, message: Message, channel: str) -> None:
+        """A file that repeats a message already taken (same id; see ``derive_id``)."""
+        logger.warning(
+            "skipped %s: a duplicate of message %s, which was already taken",
+            message.source_name,
+            message.id,
+        )
+        original = self.ledger.get(message.id)
+        self.events.emit(
+            "duplicate_skipped",
+            conversation=original.conversation_id if original else None,
+            channel=channel,
+            turn=original.turn if original else None,
+            message_id=message.id,
+            source_name=message.source_name,
+        )
+        _remove(claimed)
 
     def _channel_for(self, message: Message) -> str:
         if message.channel:

@@ -114,6 +114,9 @@ class Ledger:
                     (str(claimed_path), now, message.id),
                 )
                 return Admission.REDRIVE
+            db.execute(
+                "UPDATE inbox SET duplicates = duplicates + 1 WHERE message_id = ?", (message.id,)
+            )
             return Admission.DUPLICATE
 
     def get(self, message_id: str) -> LedgerEntry | None:
@@ -222,6 +225,11 @@ class Ledger:
                     (now, now, message_id),
                 ).rowcount
             return count
+
+    def duplicates_skipped(self) -> int:
+        """Files skipped because they repeated a message already taken, over all time."""
+        row = self.store.query_one("SELECT COALESCE(SUM(duplicates), 0) AS n FROM inbox")
+        return int(row["n"]) if row else 0
 
     def claimed_paths(self) -> set[str]:
         rows = self.store.query("SELECT claimed_path FROM inbox WHERE claimed_path IS NOT NULL")

@@ -98,9 +98,14 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def derive_id(name: str, data: bytes) -> str:
-    """A stable id for a file without one: the same name and bytes give the same id."""
-    digest = hashlib.sha256(os.fsencode(name) + b"\0" + data).hexdigest()
+def derive_id(name: str, data: bytes, modified: datetime) -> str:
+    """An id for a file without one: each arrival of a file is a new message.
+
+    Only the same name, the same bytes and the same modification time give the same id: that
+    is a file put back as it was (a sync tool restoring it), not "yes" written twice.
+    """
+    stamp = iso(modified).encode()
+    digest = hashlib.sha256(os.fsencode(name) + b"\0" + stamp + b"\0" + data).hexdigest()
     return f"m-{digest[:24]}"
 
 
@@ -229,7 +234,7 @@ def _build(
         raise MessageError("metadata must be a table (an object)")
     timestamp = _timestamp(fields.get("timestamp"), modified)
     return Message(
-        id=message_id or derive_id(name, data),
+        id=message_id or derive_id(name, data, modified),
         id_derived=message_id is None,
         text=body,
         source_name=display_name(name),

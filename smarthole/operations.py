@@ -46,6 +46,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     from .inbox import read_stranded
 
     report["stranded"] = read_stranded(home)
+    report["duplicates_skipped"] = ledger.duplicates_skipped()
     report["failed"] = _failed(home, ledger)
     report["waiting"] = [
         {

@@ -9,7 +9,13 @@ from pathlib import Path
 from .errors import StoreError
 from .fsutil import PRIVATE_FILE, make_private
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# What turns a database of version N - 1 into version N. SCHEMA always creates the newest
+# tables, so a new database starts at SCHEMA_VERSION and runs none of these.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE inbox ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0",),
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -95,7 +101,8 @@ CREATE TABLE IF NOT EXISTS inbox (
     sort_at TEXT NOT NULL,
     received_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    failed_path TEXT
+    failed_path TEXT,
+    duplicates INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS inbox_by_status ON inbox (status, channel, sort_at);
 CREATE TABLE IF NOT EXISTS outbox (
@@ -164,13 +171,31 @@ def migrate(db: sqlite3.Connection) -> None:
     # CREATE ... IF NOT EXISTS is idempotent, so two processes opening a new database at once
     # are harmless; the busy timeout serialises them.
     db.executescript(SCHEMA)
+    db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then find it done
+    try:
+        version = _version(db)
+        if version is None:  # a new database: SCHEMA made the newest tables
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        elif version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database was written by a newer smarthole "
+                f"(schema {version} > {SCHEMA_VERSION})"
+            )
+        elif version < SCHEMA_VERSION:
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target]:
+                    db.execute(statement)
+            db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _version(db: sqlite3.Connection) -> int | None:
     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        db.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-    elif int(row[0]) > SCHEMA_VERSION:
-        raise StoreError(
-            f"the database was written by a newer smarthole (schema {row[0]} > {SCHEMA_VERSION})"
-        )
+    return int(row[0]) if row else None

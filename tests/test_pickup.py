@@ -317,3 +317,60 @@ def test_without_a_way_to_tell_a_file_waits_until_it_has_settled(home, fake, env
         wait_for(lambda: finals(home), message="the reply")
     (received,) = db(home).execute("SELECT received_at FROM inbox").fetchone()
     assert datetime.fromisoformat(received).timestamp() - written >= 0.4
+
+
+# -- a repeated answer is not a duplicate ----------------------------------------------------
+
+
+def test_the_same_answer_written_twice_is_two_messages(home, fake, env):
+    """A phone shortcut writes "yes" to reply.txt twice: both are answered."""
+    fake.default = text("noted")
+    reply = home / "inbox" / "reply.txt"
+    reply.write_text("yes")
+    run_once(home, env)
+    reply.write_text("yes")
+    os.utime(reply, ns=(reply.stat().st_atime_ns, reply.stat().st_mtime_ns + 1_000))
+    run_once(home, env)
+    assert len(finals(home)) == 2
+    assert len({f["in_reply_to"] for f in finals(home)}) == 2
+
+
+def test_a_restored_file_with_the_same_name_bytes_and_time_is_skipped_loudly(
+    home, fake, env, capsys, caplog
+):
+    fake.default = text("noted")
+    reply = home / "inbox" / "reply.txt"
+    reply.write_text("yes")
+    moment = reply.stat().st_mtime_ns
+    run_once(home, env)
+    (first,) = finals(home)
+    reply.write_text("yes")  # a sync tool puts the file back as it was
+    os.utime(reply, ns=(moment, moment))
+    run_once(home, env)
+    assert len(finals(home)) == 1
+    assert not reply.exists()
+    assert "duplicate" in caplog.text and first["in_reply_to"] in caplog.text
+    (event,) = db(home).execute("SELECT * FROM events WHERE type = 'duplicate_skipped'")
+    assert event["message_id"] == first["in_reply_to"]
+    assert json.loads(event["data"])["source_name"] == "reply.txt"
+    assert status_json(home, capsys)["duplicates_skipped"] == 1
+    assert "duplicates skipped: 1" in status_text(home, capsys)
+
+
+def test_a_database_from_before_duplicate_counts_is_migrated(tmp_path):
+    path = tmp_path / "old.db"
+    store = Store.open(path, clock=lambda: datetime.now(UTC))
+    store.close()
+    old = sqlite3.connect(path)
+    old.execute("ALTER TABLE inbox DROP COLUMN duplicates")
+    old.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    old.commit()
+    old.close()
+    store = Store.open(path, clock=lambda: datetime.now(UTC))
+    try:
+        columns = {row["name"] for row in store.query("PRAGMA table_info(inbox)")}
+        assert "duplicates" in columns
+        (version,) = store.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
+        assert version == "2"
+    finally:
+        store.close()

@@ -359,7 +359,7 @@ def test_a_duplicate_id_is_not_processed_again(home, fake, env):
     run_once(home, env)
     assert len(fake.requests) == 1 and len(finals(home)) == 1
     assert not list((home / "inbox").iterdir())
-    duplicate = db(home).execute("SELECT * FROM events WHERE type = 'message_duplicate'")
+    duplicate = db(home).execute("SELECT * FROM events WHERE type = 'duplicate_skipped'")
     assert duplicate.fetchone() is not None
 
 
