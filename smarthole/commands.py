@@ -10,14 +10,16 @@ import argparse
 import json
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from .config import Home, write_default_config
 from .errors import ConfigError, LookupFailed, MessageError
 
 if TYPE_CHECKING:
+    from .events import Event, EventLog
     from .store import Store
+
+FOLLOW_POLL_SECONDS = 0.2
 
 
 def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
@@ -312,7 +314,6 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace) -> int:
-    from .display import event_line
     from .events import EventLog
 
     store = _store(_home(args))
@@ -324,25 +325,35 @@ def events(args: argparse.Namespace) -> int:
             conversation = Conversations(store).get(args.conversation).id
         log = EventLog(store)
         last_id = log.latest_id()
-        batch = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
-        while True:
-            for event in batch:
-                print(
-                    json.dumps(event.as_dict(), ensure_ascii=False)
-                    if args.json
-                    else event_line(event),
-                    flush=True,
-                )
-                last_id = max(last_id, event.id or 0)
-            if not args.follow:
-                return 0
-            try:
-                time.sleep(0.2)
-            except KeyboardInterrupt:
-                return 0
-            batch = log.since(last_id, conversation=conversation)
+        past = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
+        last_id = _print_events(past, last_id, as_json=args.json)
+        if not args.follow:
+            return 0
+        return _follow_events(log, last_id, conversation, as_json=args.json)
     finally:
         store.close()
+
+
+def _follow_events(log: EventLog, last_id: int, conversation: str | None, *, as_json: bool) -> int:
+    """Print new events until Ctrl-C; returns 130 (the handler only records the signal)."""
+    from .signals import INTERRUPT_SIGNALS, capture_signals
+
+    with capture_signals(signals=INTERRUPT_SIGNALS) as captured:
+        while not captured.stop.wait(FOLLOW_POLL_SECONDS):
+            batch = log.since(last_id, conversation=conversation)
+            last_id = _print_events(batch, last_id, as_json=as_json)
+    return captured.exit_code()
+
+
+def _print_events(batch: list[Event], last_id: int, *, as_json: bool) -> int:
+    """Print ``batch``; returns the highest event id printed so far."""
+    from .display import event_line
+
+    for event in batch:
+        line = json.dumps(event.as_dict(), ensure_ascii=False) if as_json else event_line(event)
+        print(line, flush=True)
+        last_id = max(last_id, event.id or 0)
+    return last_id
 
 
 def plugins(args: argparse.Namespace) -> int:
