@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from .config import Home
+from .errors import DaemonError
 from .inbox import drop_message
 from .lock import holder
 from .outbox import OutboxItem, OutboxRecord
@@ -155,10 +156,14 @@ class InProcessDaemon:
             self.error = exc
 
     def start(self) -> None:
+        """Start the daemon; its start-up error (bad config, no API key...) is raised here."""
         self._thread.start()
         self.daemon.ready.wait()
-        if self.error is not None:
-            raise self.error
+        if not self.daemon.started:
+            self._thread.join()
+            if self.error is not None:
+                raise self.error
+            raise DaemonError("the in-process daemon stopped while starting")
 
     def stop(self) -> None:
         self.daemon.request_stop()

@@ -66,20 +66,22 @@ def init(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def preflight(home: Home) -> None:
+    """Fail before anything starts if the config is bad or there is no API key."""
     import os
 
-    from .agent import API_KEY_ENV
+    from .agent import ModelClient
     from .config import load_config
+
+    config = load_config(home)
+    ModelClient.from_environment(config.model, os.environ).close()
+
+
+def run(args: argparse.Namespace) -> int:
     from .daemon import Daemon
 
     home = _home(args)
-    load_config(home)  # a bad config fails here, before anything else
-    if not os.environ.get(API_KEY_ENV, "").strip():
-        raise ConfigError(
-            f"{API_KEY_ENV} is not set: set it to your Anthropic API key "
-            "(or try `smarthole demo`, which needs none)"
-        )
+    preflight(home)
     daemon = Daemon(home, once=args.once)
     code = daemon.run()
     if args.once and daemon.summary.get("deferred"):

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .commands import _home, _now, _store
+from .commands import _home, _now, _store, preflight
 from .config import Home
 from .errors import LookupFailed
 
@@ -54,6 +54,7 @@ def _chat(
 
     local_daemon = None
     if not daemon_running(home):
+        preflight(home)  # the same one-line error `run` gives, before anything starts
         local_daemon = InProcessDaemon(home)
         local_daemon.start()
     interactive = sys.stdin.isatty()

@@ -9,9 +9,56 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import drop, run_once, wait_for
+from conftest import drop, finals, run_once, smarthole, wait_for, write_config
 
 from smarthole.testing import text
+
+
+def one_line(stderr: str) -> str:
+    """The single line of ``stderr``; fails if there are more, or a traceback."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+# -- chat and resume cannot start (item 12) ---------------------------------------------------
+
+
+def break_home(home: Path, env: dict[str, str], tmp_path: Path, how: str) -> None:
+    if how == "no-api-key":
+        env.pop("ANTHROPIC_API_KEY")
+    elif how == "bad-config":
+        with (home / "config.toml").open("a") as config:
+            config.write("[[[\n")
+    else:
+        folder = tmp_path / "bad-plugins"
+        folder.mkdir()
+        (folder / "bad.py").write_text(
+            "from smarthole import hookimpl\n\n"
+            "@hookimpl\ndef startup(app):\n    raise RuntimeError('boom')\n"
+        )
+        write_config(home, plugins={"paths": [str(folder)]})
+
+
+@pytest.mark.parametrize("how", ["no-api-key", "bad-config", "bad-plugin"])
+@pytest.mark.parametrize("command", ["chat", "resume"])
+def test_chat_that_cannot_start_says_why_like_run(home, fake, env, tmp_path, how, command):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    conversation = finals(home)[0]["conversation"]
+    break_home(home, env, tmp_path, how)
+    args = [command, "--home", str(home)] + ([conversation] if command == "resume" else [])
+    started = time.monotonic()
+    result = smarthole(*args, env=env, input="hello again\n", timeout=20)
+    took = time.monotonic() - started
+    assert result.returncode == 2, result.stderr
+    expected = smarthole("run", "--home", str(home), env=env, timeout=20)
+    assert expected.returncode == 2
+    assert one_line(result.stderr) == one_line(expected.stderr)
+    print(f"{command} with {how} exited in {took:.2f}s")
+
 
 # -- Ctrl-C exits 130 (item 15) ---------------------------------------------------------------
 
