@@ -53,9 +53,15 @@ def print_json(data: Any) -> None:
 
 def init(args: argparse.Namespace) -> int:
     home = _home(args, must_exist=False)
-    home.ensure()
-    (home.root / "plugins").mkdir(exist_ok=True)
-    if write_default_config(home, plugin_paths=["plugins"]):
+    if home.root.exists() and not home.root.is_dir():
+        raise ConfigError(f"cannot use {home.root} as a home: it is a file, not a folder")
+    try:
+        home.ensure()
+        (home.root / "plugins").mkdir(exist_ok=True)
+        created = write_default_config(home, plugin_paths=["plugins"])
+    except OSError as exc:
+        raise ConfigError(f"cannot create a home at {home.root}: {exc.strerror or exc}") from exc
+    if created:
         print(f"Created {home.root} with {home.config_file.name}.")
     else:
         print(f"{home.config_file} already exists; left it unchanged.")
@@ -103,9 +109,14 @@ def send(args: argparse.Namespace) -> int:
         raise MessageError("the message text is empty")
     store = _store(home)
     try:
+        conversation = args.conversation
+        if conversation is not None:
+            from .conversations import Conversations
+
+            conversation = Conversations(store).get(conversation).id  # fail now, not at timeout
         mailbox = Mailbox(home, store)
         message_id = mailbox.send(
-            text, channel=args.channel, conversation=args.conversation, new_conversation=args.new
+            text, channel=args.channel, conversation=conversation, new_conversation=args.new
         )
         if not args.wait:
             print(message_id)

@@ -60,6 +60,48 @@ def test_chat_that_cannot_start_says_why_like_run(home, fake, env, tmp_path, how
     print(f"{command} with {how} exited in {took:.2f}s")
 
 
+# -- send --wait to an unknown conversation (item 13) -----------------------------------------
+
+
+def test_send_to_an_unknown_conversation_fails_at_once(home, env):
+    result = smarthole(
+        "send", "--home", str(home), "--wait", "--timeout", "60", "--conversation", "zzzz", "hi",
+        env=env,
+        timeout=20,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert one_line(result.stderr) == "smarthole: no conversation matches 'zzzz'"
+    assert list((home / "inbox").iterdir()) == [], "nothing was sent"
+
+
+def test_send_resolves_a_conversation_prefix(home, fake, env):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    conversation = finals(home)[0]["conversation"]
+    result = smarthole(
+        "send", "--home", str(home), "--conversation", conversation[:6], "more", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    (path,) = (home / "inbox").glob("*.md")
+    assert f'conversation = "{conversation}"' in path.read_text()
+
+
+# -- init on a file (item 14) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["file", "inside-a-file"])
+def test_init_on_a_file_is_one_line_and_exit_2(tmp_path, env, where):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("not a folder")
+    target = existing if where == "file" else existing / "home"
+    result = smarthole("init", "--home", str(target), env=env)
+    assert result.returncode == 2
+    assert one_line(result.stderr).startswith("smarthole: cannot ")
+    assert str(target) in result.stderr
+    assert existing.read_text() == "not a folder"
+
+
 # -- Ctrl-C exits 130 (item 15) ---------------------------------------------------------------
 
 
