@@ -2,8 +2,8 @@
 
 Exit codes: 0 success; 1 a request that could not be met (unknown id, a timeout, an error
 reply); 2 the program cannot run as configured (bad config, no API key, a broken plugin,
-another daemon running); 130 interrupted. Heavy modules are imported inside the commands so
-``smarthole --help`` stays fast.
+another daemon running); 3 ``status``: the daemon is not running; 130 interrupted (Ctrl-C).
+Heavy modules are imported inside the commands so ``smarthole --help`` stays fast.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 FOLLOW_POLL_SECONDS = 0.2
+NOT_RUNNING = 3  # `status` when the daemon is down (the LSB and systemctl convention)
 
 
 def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
@@ -163,7 +164,7 @@ def status(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(status_text(report))
-    return 0
+    return 0 if report["running"] else NOT_RUNNING
 
 
 def retry(args: argparse.Namespace) -> int:

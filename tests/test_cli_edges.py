@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import drop, finals, run_once, smarthole, wait_for, write_config
 
+from smarthole.cli import main
 from smarthole.testing import text
 
 
@@ -136,8 +138,9 @@ class Command:
         (["send", "--wait", "hi"], "waiting for the reply"),
         (["events", "--follow"], "msg=m1"),
         (["resume"], "Enter number to resume"),
+        (["status", "--json"], None),
     ],
-    ids=["send-wait", "events-follow", "resume-picker"],
+    ids=["send-wait", "events-follow", "resume-picker", "status-finished"],
 )
 def test_ctrl_c_exits_130(home, fake, env, tmp_path, args, ready):
     fake.default = text("ok")
@@ -145,9 +148,35 @@ def test_ctrl_c_exits_130(home, fake, env, tmp_path, args, ready):
     run_once(home, env)
     command = Command(tmp_path, env, *args, "--home", str(home))
     try:
+        if ready is None:  # a command that finished is not interrupted
+            assert command.process.wait(timeout=20) == 3
+            return
         wait_for(lambda: ready in command.output(), 20, ready)
         command.process.send_signal(signal.SIGINT)
         assert command.process.wait(timeout=10) == 130, command.output()
         assert "Traceback" not in command.output()
     finally:
         command.close()
+
+
+# -- status (item 16) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_status_exits_3_when_the_daemon_is_not_running(home, capsys, extra):
+    assert main(["status", "--home", str(home), *extra]) == 3
+    out = capsys.readouterr().out
+    if extra:
+        assert json.loads(out)["running"] is False
+    else:
+        assert out.startswith("daemon: not running")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_status_exits_0_when_the_daemon_is_running(home, live_daemon, capsys, extra):
+    assert main(["status", "--home", str(home), *extra]) == 0
+    out = capsys.readouterr().out
+    if extra:
+        assert json.loads(out)["running"] is True
+    else:
+        assert out.startswith("daemon: running")

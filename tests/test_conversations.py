@@ -449,13 +449,13 @@ def test_the_operations_commands_through_main(home, fake, env, capsys, monkeypat
         monkeypatch.setenv(key, value)
     assert cli(home, "send", "--channel", "ops", "hello") == 0
     message_id = capsys.readouterr().out.strip()
-    assert cli(home, "status", "--json") == 0
+    assert cli(home, "status", "--json") == 3
     status = json.loads(capsys.readouterr().out)
     assert status["running"] is False and status["queued"] == []
     write_config(home, retry={"max_attempts": 1})
     fake.add(server_error())
     run_once(home, env)
-    assert cli(home, "status") == 0
+    assert cli(home, "status") == 3
     out = capsys.readouterr().out
     assert "daemon: not running" in out and "failed: 1" in out and message_id in out
     assert cli(home, "retry", message_id[:8]) == 0
