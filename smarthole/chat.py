@@ -94,6 +94,7 @@ class ChatSession:
     timeout: float = 600.0
     stop: threading.Event = field(default_factory=threading.Event)
     last_message_id: str | None = None
+    timed_out: bool = False
 
     def current_conversation(self) -> str | None:
         """The conversation of this chat, once its first message has a turn."""
@@ -132,10 +133,12 @@ class ChatSession:
             self.out.flush()
             final = item if item.final else final
         if final is None and not self.stop.is_set():
+            self.timed_out = True
             self.out.write(
-                f"(no reply within {self.timeout:.0f}s; it will arrive in the "
-                "outbox when the daemon gets to it)\n"
+                f"(no reply within {self.timeout:g}s; the conversation is kept, and the reply "
+                "will arrive in the outbox when the daemon gets to it)\n"
             )
+            self.out.flush()
         return final is not None
 
 

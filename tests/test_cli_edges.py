@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import drop, finals, run_once, smarthole, wait_for, write_config
+from conftest import db, drop, finals, run_once, smarthole, wait_for, write_config
 
 from smarthole.cli import main
-from smarthole.testing import text
+from smarthole.testing import hold, text
 
 
 def one_line(stderr: str) -> str:
@@ -180,3 +183,68 @@ def test_status_exits_0_when_the_daemon_is_running(home, live_daemon, capsys, ex
         assert json.loads(out)["running"] is True
     else:
         assert out.startswith("daemon: running")
+
+
+# -- chat: a reply that does not come, line editing and history (item 17) ---------------------
+
+
+def test_a_chat_that_times_out_says_so_keeps_the_conversation_and_exits_1(home, fake, env):
+    write_config(home, daemon={"shutdown_grace_seconds": 0.2})
+    release = threading.Event()
+    fake.add(hold(release, text("too late")))
+    try:
+        result = smarthole(
+            "chat", "--home", str(home), "--timeout", "1", env=env, input="hello\nmore\n"
+        )
+    finally:
+        release.set()
+    assert result.returncode == 1, result.stderr
+    assert "(no reply within 1s; the conversation is kept" in result.stdout
+    (row,) = db(home).execute("SELECT id, title, ended_at FROM conversations")
+    assert row["ended_at"] is None and row["title"] is None
+    assert f"continue it with `smarthole chat --conversation {row['id']}`" in result.stderr
+    assert "more" not in [r.last_user_text for r in fake.requests], "the chat stopped"
+    fake.default = text("Here it is.")
+    run_once(home, env)
+    (reply,) = finals(home)
+    assert (reply.text, reply["conversation"]) == ("Here it is.", row["id"])
+
+
+def read_until(fd: int, wanted: str, seen: bytearray, timeout: float = 20) -> None:
+    """Read the pseudo-terminal into ``seen`` until ``wanted`` appears."""
+    deadline = time.monotonic() + timeout
+    while wanted.encode() not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {wanted!r} in {bytes(seen)!r}"
+        if select.select([fd], [], [], left)[0]:
+            seen += os.read(fd, 4096)
+
+
+def test_an_interactive_chat_has_line_editing_and_a_private_history(home, fake, env):
+    fake.default = text("Noted.")
+    controller, terminal = os.openpty()
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "smarthole", "chat", "--home", str(home)],
+        env={**env, "TERM": "dumb"},
+        stdin=terminal,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.umask(0o022),
+    )
+    os.close(terminal)
+    seen = bytearray()
+    try:
+        read_until(controller, "you> ", seen)
+        os.write(controller, b"milk\x01remember \r")  # Ctrl-A: to the start of the line
+        read_until(controller, "smarthole: Noted.", seen)
+        read_until(controller, "you> ", seen)
+        os.write(controller, b"\x04")  # Ctrl-D on an empty line: end of input
+        assert chat.wait(timeout=20) == 0, chat.stderr.read() if chat.stderr else ""
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+        os.close(controller)
+    assert "remember milk" in fake.requests[0].last_user_text
+    history = home / ".smarthole" / "chat_history"
+    assert history.stat().st_mode & 0o777 == 0o600
+    assert "milk" in history.read_text()
