@@ -71,8 +71,12 @@ class App:
             plugins.register(plugin, name, source="embedded", location=repr(plugin))
         plugins.check()
         app = cls(home, config, plugins, clock=clock)
-        app._load_settings()
-        app._load_tools()
+        try:
+            app._load_settings()
+            app._load_tools()
+        except BaseException:
+            app.close()  # a plugin may have opened the store before another one failed
+            raise
         return app
 
     # -- plugin settings and tools ---------------------------------------------------------

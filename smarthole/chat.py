@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from .config import Home
+from .errors import DaemonError
 from .inbox import drop_message
 from .lock import holder
 from .outbox import OutboxItem, OutboxRecord
@@ -93,6 +94,7 @@ class ChatSession:
     timeout: float = 600.0
     stop: threading.Event = field(default_factory=threading.Event)
     last_message_id: str | None = None
+    timed_out: bool = False
 
     def current_conversation(self) -> str | None:
         """The conversation of this chat, once its first message has a turn."""
@@ -131,10 +133,12 @@ class ChatSession:
             self.out.flush()
             final = item if item.final else final
         if final is None and not self.stop.is_set():
+            self.timed_out = True
             self.out.write(
-                f"(no reply within {self.timeout:.0f}s; it will arrive in the "
-                "outbox when the daemon gets to it)\n"
+                f"(no reply within {self.timeout:g}s; the conversation is kept, and the reply "
+                "will arrive in the outbox when the daemon gets to it)\n"
             )
+            self.out.flush()
         return final is not None
 
 
@@ -155,10 +159,14 @@ class InProcessDaemon:
             self.error = exc
 
     def start(self) -> None:
+        """Start the daemon; its start-up error (bad config, no API key...) is raised here."""
         self._thread.start()
         self.daemon.ready.wait()
-        if self.error is not None:
-            raise self.error
+        if not self.daemon.started:
+            self._thread.join()
+            if self.error is not None:
+                raise self.error
+            raise DaemonError("the in-process daemon stopped while starting")
 
     def stop(self) -> None:
         self.daemon.request_stop()

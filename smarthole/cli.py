@@ -2,8 +2,8 @@
 
 Exit codes: 0 success; 1 a request that could not be met (unknown id, a timeout, an error
 reply); 2 the program cannot run as configured (bad config, no API key, a broken plugin,
-another daemon running); 130 interrupted. Heavy modules are imported inside the commands so
-``smarthole --help`` stays fast.
+another daemon running); 3 ``status``: the daemon is not running; 130 interrupted (Ctrl-C).
+Heavy modules are imported inside the commands so ``smarthole --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def configure_logging(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import commands
+    from . import commands, interactive
 
     parser = argparse.ArgumentParser(
         prog="smarthole",
@@ -136,10 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("show", commands.show, "print a conversation's transcript")
     p.add_argument("id", metavar="ID")
 
-    p = command("resume", commands.resume, "pick a conversation and continue it in chat")
+    p = command("resume", interactive.resume, "pick a conversation and continue it in chat")
     p.add_argument("id", nargs="?", metavar="ID")
 
-    p = command("chat", commands.chat, "talk to the agent in this terminal")
+    p = command("chat", interactive.chat, "talk to the agent in this terminal")
     p.add_argument("--channel", metavar="C", default=None)
     target = p.add_mutually_exclusive_group()
     target.add_argument("--conversation", metavar="ID")

@@ -9,15 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from .config import Home, write_default_config
-from .errors import ConfigError, LookupFailed, MessageError
+from .errors import ConfigError, MessageError
 
 if TYPE_CHECKING:
+    from .events import Event, EventLog
     from .store import Store
+
+FOLLOW_POLL_SECONDS = 0.2
+NOT_RUNNING = 3  # `status` when the daemon is down (the LSB and systemctl convention)
 
 
 def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
@@ -52,9 +54,15 @@ def print_json(data: Any) -> None:
 
 def init(args: argparse.Namespace) -> int:
     home = _home(args, must_exist=False)
-    home.ensure()
-    (home.root / "plugins").mkdir(exist_ok=True)
-    if write_default_config(home, plugin_paths=["plugins"]):
+    if home.root.exists() and not home.root.is_dir():
+        raise ConfigError(f"cannot use {home.root} as a home: it is a file, not a folder")
+    try:
+        home.ensure()
+        (home.root / "plugins").mkdir(exist_ok=True)
+        created = write_default_config(home, plugin_paths=["plugins"])
+    except OSError as exc:
+        raise ConfigError(f"cannot create a home at {home.root}: {exc.strerror or exc}") from exc
+    if created:
         print(f"Created {home.root} with {home.config_file.name}.")
     else:
         print(f"{home.config_file} already exists; left it unchanged.")
@@ -65,20 +73,22 @@ def init(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def preflight(home: Home) -> None:
+    """Fail before anything starts if the config is bad or there is no API key."""
     import os
 
-    from .agent import API_KEY_ENV
+    from .agent import ModelClient
     from .config import load_config
+
+    config = load_config(home)
+    ModelClient.from_environment(config.model, os.environ).close()
+
+
+def run(args: argparse.Namespace) -> int:
     from .daemon import Daemon
 
     home = _home(args)
-    load_config(home)  # a bad config fails here, before anything else
-    if not os.environ.get(API_KEY_ENV, "").strip():
-        raise ConfigError(
-            f"{API_KEY_ENV} is not set: set it to your Anthropic API key "
-            "(or try `smarthole demo`, which needs none)"
-        )
+    preflight(home)
     daemon = Daemon(home, once=args.once)
     code = daemon.run()
     if args.once and daemon.summary.get("deferred"):
@@ -100,9 +110,14 @@ def send(args: argparse.Namespace) -> int:
         raise MessageError("the message text is empty")
     store = _store(home)
     try:
+        conversation = args.conversation
+        if conversation is not None:
+            from .conversations import Conversations
+
+            conversation = Conversations(store).get(conversation).id  # fail now, not at timeout
         mailbox = Mailbox(home, store)
         message_id = mailbox.send(
-            text, channel=args.channel, conversation=args.conversation, new_conversation=args.new
+            text, channel=args.channel, conversation=conversation, new_conversation=args.new
         )
         if not args.wait:
             print(message_id)
@@ -149,7 +164,7 @@ def status(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(status_text(report))
-    return 0
+    return 0 if report["running"] else NOT_RUNNING
 
 
 def retry(args: argparse.Namespace) -> int:
@@ -312,7 +327,6 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace) -> int:
-    from .display import event_line
     from .events import EventLog
 
     store = _store(_home(args))
@@ -324,25 +338,35 @@ def events(args: argparse.Namespace) -> int:
             conversation = Conversations(store).get(args.conversation).id
         log = EventLog(store)
         last_id = log.latest_id()
-        batch = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
-        while True:
-            for event in batch:
-                print(
-                    json.dumps(event.as_dict(), ensure_ascii=False)
-                    if args.json
-                    else event_line(event),
-                    flush=True,
-                )
-                last_id = max(last_id, event.id or 0)
-            if not args.follow:
-                return 0
-            try:
-                time.sleep(0.2)
-            except KeyboardInterrupt:
-                return 0
-            batch = log.since(last_id, conversation=conversation)
+        past = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
+        last_id = _print_events(past, last_id, as_json=args.json)
+        if not args.follow:
+            return 0
+        return _follow_events(log, last_id, conversation, as_json=args.json)
     finally:
         store.close()
+
+
+def _follow_events(log: EventLog, last_id: int, conversation: str | None, *, as_json: bool) -> int:
+    """Print new events until Ctrl-C; returns 130 (the handler only records the signal)."""
+    from .signals import INTERRUPT_SIGNALS, capture_signals
+
+    with capture_signals(signals=INTERRUPT_SIGNALS) as captured:
+        while not captured.stop.wait(FOLLOW_POLL_SECONDS):
+            batch = log.since(last_id, conversation=conversation)
+            last_id = _print_events(batch, last_id, as_json=as_json)
+    return captured.exit_code()
+
+
+def _print_events(batch: list[Event], last_id: int, *, as_json: bool) -> int:
+    """Print ``batch``; returns the highest event id printed so far."""
+    from .display import event_line
+
+    for event in batch:
+        line = json.dumps(event.as_dict(), ensure_ascii=False) if as_json else event_line(event)
+        print(line, flush=True)
+        last_id = max(last_id, event.id or 0)
+    return last_id
 
 
 def plugins(args: argparse.Namespace) -> int:
@@ -373,128 +397,3 @@ def plugins(args: argparse.Namespace) -> int:
         for tool in plugin["tools"]:
             print(f"  tool {tool['name']}: {tool['description']}")
     return 0
-
-
-# -- chat and resume --------------------------------------------------------------------------
-
-
-def chat(args: argparse.Namespace) -> int:
-    home = _home(args)
-    store = _store(home)
-    try:
-        conversation_id, channel = _chat_target(store, args)
-        return _chat(home, store, channel, conversation_id, timeout=args.timeout)
-    finally:
-        store.close()
-
-
-def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
-    from .conversations import Conversations
-
-    conversations = Conversations(store)
-    if args.conversation:
-        conversation = conversations.reopen(conversations.get(args.conversation))
-        return conversation.id, conversation.channel
-    channel = args.channel or "chat"
-    if args.continue_:
-        recent = store.recent_conversations(channel=channel, limit=1)
-        if not recent:
-            raise LookupFailed(f"no conversation on channel {channel} to continue")
-        conversation = conversations.reopen(recent[0])
-        return conversation.id, channel
-    return None, channel
-
-
-def _chat(
-    home: Home, store: Store, channel: str, conversation_id: str | None, *, timeout: float
-) -> int:
-    from .chat import ChatSession, InProcessDaemon, daemon_running
-    from .conversations import Conversations
-
-    local_daemon = None
-    if not daemon_running(home):
-        local_daemon = InProcessDaemon(home)
-        local_daemon.start()
-    interactive = sys.stdin.isatty()
-    if interactive:
-        where = f"conversation {conversation_id}" if conversation_id else "a new conversation"
-        print(f"Chatting in {where} on channel {channel}. End with Ctrl-D; Ctrl-C interrupts.")
-    session = ChatSession(
-        home=home,
-        store=store,
-        channel=channel,
-        conversation_id=conversation_id,
-        reader=_line_reader(interactive),
-        out=sys.stdout,
-        timeout=timeout,
-        stop=threading.Event(),
-    )
-    code = 0
-    try:
-        session.run()
-    except KeyboardInterrupt:
-        session.stop.set()
-        print("\n(interrupted: everything said so far is stored)", file=sys.stderr)
-        code = 130
-    finally:
-        if local_daemon is not None:
-            local_daemon.stop()
-        conversation_id = session.current_conversation()
-        if conversation_id:
-            Conversations(store).mark_interrupted_untitled(conversation_id)
-    return code
-
-
-def _line_reader(interactive: bool) -> Any:
-    def read() -> str | None:
-        if interactive:
-            try:
-                return input("you> ")
-            except EOFError:
-                print()
-                return None
-        line = sys.stdin.readline()
-        return line if line else None
-
-    return read
-
-
-def resume(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
-    from .display import conversation_list
-
-    home = _home(args)
-    store = _store(home)
-    try:
-        conversations = Conversations(store)
-        if args.id:
-            chosen = conversations.get(args.id)
-        else:
-            views = conversations.recent(limit=20, now=_now())
-            if not views:
-                print("No previous conversations found.")
-                return 0
-            print("Recent conversations:\n")
-            print(conversation_list(views, _now()))
-            picked = _pick(len(views))
-            if picked is None:
-                return 0
-            chosen = views[picked - 1].conversation
-        chosen = conversations.reopen(chosen)
-        print(f'Resuming "{chosen.title or "Untitled conversation"}" ({chosen.id}).')
-        return _chat(home, store, chosen.channel, chosen.id, timeout=600.0)
-    finally:
-        store.close()
-
-
-def _pick(count: int) -> int | None:
-    while True:
-        print("\nEnter number to resume, or 'q' to cancel: ", end="", flush=True)
-        line = sys.stdin.readline()
-        answer = line.strip().lower()
-        if not line or answer in ("q", "quit"):
-            print()
-            return None
-        if answer.isdigit() and 1 <= int(answer) <= count:
-            return int(answer)
-        print(f"Please enter a number from 1 to {count}, or q.")

@@ -3,9 +3,11 @@
 The main loop claims inbox files (woken by watchdog, and by a periodic rescan), then hands the
 head message of each idle channel to a worker thread. A channel's messages run strictly in
 order; different channels run at the same time. A deferred message waits in the database, not
-in a worker. SIGINT/SIGTERM only set an event: the loop stops claiming, in-flight turns stop at
-their next committed boundary (within ``shutdown_grace_seconds``), and whatever was cut off
-resumes on the next start. A second signal forces an immediate exit.
+in a worker. Signals are owned by :func:`smarthole.signals.capture_signals` from the first step
+of start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops claiming,
+in-flight turns stop at their next committed boundary (within ``shutdown_grace_seconds``), and
+whatever was cut off resumes on the next start; a second signal forces an immediate exit.
+SIGHUP is logged and ignored (reloading is not supported yet).
 """
 
 from __future__ import annotations
@@ -13,13 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import signal
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import FrameType
 from typing import Any
 
 from .agent import Agent, ModelClient
@@ -32,6 +32,7 @@ from .lock import HomeLock
 from .outbox import Outbox
 from .pending import PendingQuestions
 from .processor import Processor
+from .signals import STOP_SIGNALS, Signals, capture_signals
 from .store import Store
 from .titles import Titler
 
@@ -115,7 +116,9 @@ class Daemon:
         self._busy_lock = threading.Lock()
         self._jobs: queue.Queue[LedgerEntry | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
-        self._signals = 0
+        self._grace = 0.0
+        self._clean = True
+        self.started = False
         self.summary: dict[str, Any] = {}
 
     # -- control ---------------------------------------------------------------------------
@@ -127,30 +130,59 @@ class Daemon:
     def wake(self) -> None:
         self.wake_event.set()
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals += 1
-        if self._signals > 1:
-            os.write(2, b"smarthole: forced exit\n")
-            os._exit(130)
+    def _on_signal(self, received: Signals) -> None:
+        """Called by the signal watcher thread (not in signal context): say what happens next."""
+        if received not in STOP_SIGNALS:
+            logger.warning("Received %s; reload is not supported yet, still running", received.name)
+            return
+        busy = len(self._busy_channels())
+        if busy:
+            logger.warning(
+                "Received %s; stopping: waiting up to %.0f s for %d turn(s); "
+                "press Ctrl-C again to exit now",
+                received.name,
+                self._grace,
+                busy,
+            )
+        else:
+            logger.warning("Received %s; stopping", received.name)
         self.request_stop()
 
     # -- run -------------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Run until stopped; returns the exit code (0)."""
-        self.home.ensure()
-        lock = HomeLock(self.home.lock_file)
-        lock.acquire()
+        """Run until stopped; returns the exit code (130 after Ctrl-C, else 0)."""
         try:
-            return self._run_locked()
+            with capture_signals(self._on_signal, enabled=self.handle_signals) as captured:
+                self.home.ensure()
+                lock = HomeLock(self.home.lock_file)
+                lock.acquire()
+                try:
+                    self._run_locked()
+                finally:
+                    lock.release()
         finally:
-            lock.release()
+            self.ready.set()  # whoever waits for start-up must not wait for ever
+        return captured.exit_code()
 
-    def _run_locked(self) -> int:
-        previous = self._install_signals()
+    def _run_locked(self) -> None:
         Store.open(self.home.database, clock=self.clock, recover=True).close()
         app = App.load(self.home, extra_plugins=self.extra_plugins, env=self.env, clock=self.clock)
-        runtime = Runtime.build(app, env=self.env, stop=self.stop_event)
+        self._grace = app.config.daemon.shutdown_grace_seconds
+        try:
+            runtime = Runtime.build(app, env=self.env, stop=self.stop_event)
+            try:
+                self._serve(app, runtime)
+            finally:
+                runtime.close()
+        finally:
+            if self._clean:  # abandoned turns still use the store; the process exit closes it
+                app.close()
+        if self.started:
+            logger.info("smarthole stopped")
+
+    def _serve(self, app: App, runtime: Runtime) -> None:
+        """Start up, run the loop until stopped, stop the workers."""
         watcher: Watcher | None = None
         try:
             app.plugins.call_strict("startup", app=app)
@@ -158,35 +190,16 @@ class Daemon:
             watcher = runtime.inbox.watch(self.wake)
             watcher.start()
             self._start_workers(runtime)
+            self.started = True
             self.ready.set()
             logger.info("smarthole is watching %s", self.home.inbox)
             self._loop(runtime)
             logger.info("smarthole is stopping")
         finally:
-            self.ready.set()
             if watcher is not None:
                 watcher.stop()
-            clean = self._stop_workers(app.config.daemon.shutdown_grace_seconds)
+            self._clean = self._stop_workers(self._grace)
             app.plugins.notify("shutdown", app=app)
-            runtime.close()
-            if clean:
-                app.close()
-            self._restore_signals(previous)
-            logger.info("smarthole stopped")
-        return 0
-
-    def _install_signals(self) -> dict[int, Any]:
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            return {}
-        previous: dict[int, Any] = {}
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    @staticmethod
-    def _restore_signals(previous: dict[int, Any]) -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
     def _recover(self, runtime: Runtime) -> None:
         """Make the store and the folders agree again after whatever stopped the last run."""

@@ -82,10 +82,16 @@ def test_every_event_carries_its_conversation_and_turn(home, fake, env, capsys):
     assert [e["kind"] for e in stored] == ["user", "assistant", "tool_result", "assistant"]
 
 
+def turn_completed(home: Path, message_id: str) -> bool:
+    query = "SELECT 1 FROM events WHERE type = 'turn_completed' AND message_id = ?"
+    return db(home).execute(query, (message_id,)).fetchone() is not None
+
+
 def test_events_can_be_followed_and_filtered(home, fake, env, live_daemon):
     fake.default = text("ok")
     drop(home, "first", "m1", channel="a")
-    wait_for(lambda: finals(home), 10)
+    # Not just the outbox file: it is written before its turn's last events are committed.
+    wait_for(lambda: turn_completed(home, "m1"), 10, "m1's turn to complete")
     command = [sys.executable, "-m", "smarthole", "events", "--home", str(home), "--follow"]
     follower = subprocess.Popen(
         [*command, "--limit", "1"], stdout=subprocess.PIPE, text=True, env=env
@@ -101,7 +107,7 @@ def test_events_can_be_followed_and_filtered(home, fake, env, live_daemon):
         assert "turn=1" in line and "msg=m2" in line
     finally:
         follower.send_signal(signal.SIGINT)
-        assert follower.wait(timeout=10) == 0
+        assert follower.wait(timeout=10) == 130
     conversation = finals(home)[0]["conversation"]
     assert main(["events", "--home", str(home), "--conversation", conversation[:5], "--json"]) == 0
 
@@ -444,13 +450,13 @@ def test_the_operations_commands_through_main(home, fake, env, capsys, monkeypat
         monkeypatch.setenv(key, value)
     assert cli(home, "send", "--channel", "ops", "hello") == 0
     message_id = capsys.readouterr().out.strip()
-    assert cli(home, "status", "--json") == 0
+    assert cli(home, "status", "--json") == 3
     status = json.loads(capsys.readouterr().out)
     assert status["running"] is False and status["queued"] == []
     write_config(home, retry={"max_attempts": 1})
     fake.add(server_error())
     run_once(home, env)
-    assert cli(home, "status") == 0
+    assert cli(home, "status") == 3
     out = capsys.readouterr().out
     assert "daemon: not running" in out and "failed: 1" in out and message_id in out
     assert cli(home, "retry", message_id[:8]) == 0

@@ -1,0 +1,250 @@
+"""The CLI's dead ends: every command ends with one line and a meaningful exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import db, drop, finals, run_once, smarthole, wait_for, write_config
+
+from smarthole.cli import main
+from smarthole.testing import hold, text
+
+
+def one_line(stderr: str) -> str:
+    """The single line of ``stderr``; fails if there are more, or a traceback."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+# -- chat and resume cannot start (item 12) ---------------------------------------------------
+
+
+def break_home(home: Path, env: dict[str, str], tmp_path: Path, how: str) -> None:
+    if how == "no-api-key":
+        env.pop("ANTHROPIC_API_KEY")
+    elif how == "bad-config":
+        with (home / "config.toml").open("a") as config:
+            config.write("[[[\n")
+    else:
+        folder = tmp_path / "bad-plugins"
+        folder.mkdir()
+        (folder / "bad.py").write_text(
+            "from smarthole import hookimpl\n\n"
+            "@hookimpl\ndef startup(app):\n    raise RuntimeError('boom')\n"
+        )
+        write_config(home, plugins={"paths": [str(folder)]})
+
+
+@pytest.mark.parametrize("how", ["no-api-key", "bad-config", "bad-plugin"])
+@pytest.mark.parametrize("command", ["chat", "resume"])
+def test_chat_that_cannot_start_says_why_like_run(home, fake, env, tmp_path, how, command):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    conversation = finals(home)[0]["conversation"]
+    break_home(home, env, tmp_path, how)
+    args = [command, "--home", str(home)] + ([conversation] if command == "resume" else [])
+    started = time.monotonic()
+    result = smarthole(*args, env=env, input="hello again\n", timeout=20)
+    took = time.monotonic() - started
+    assert result.returncode == 2, result.stderr
+    expected = smarthole("run", "--home", str(home), env=env, timeout=20)
+    assert expected.returncode == 2
+    assert one_line(result.stderr) == one_line(expected.stderr)
+    print(f"{command} with {how} exited in {took:.2f}s")
+
+
+# -- send --wait to an unknown conversation (item 13) -----------------------------------------
+
+
+def test_send_to_an_unknown_conversation_fails_at_once(home, env):
+    result = smarthole(
+        "send", "--home", str(home), "--wait", "--timeout", "60", "--conversation", "zzzz", "hi",
+        env=env,
+        timeout=20,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert one_line(result.stderr) == "smarthole: no conversation matches 'zzzz'"
+    assert list((home / "inbox").iterdir()) == [], "nothing was sent"
+
+
+def test_send_resolves_a_conversation_prefix(home, fake, env):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    conversation = finals(home)[0]["conversation"]
+    result = smarthole(
+        "send", "--home", str(home), "--conversation", conversation[:6], "more", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    (path,) = (home / "inbox").glob("*.md")
+    assert f'conversation = "{conversation}"' in path.read_text()
+
+
+# -- init on a file (item 14) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["file", "inside-a-file"])
+def test_init_on_a_file_is_one_line_and_exit_2(tmp_path, env, where):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("not a folder")
+    target = existing if where == "file" else existing / "home"
+    result = smarthole("init", "--home", str(target), env=env)
+    assert result.returncode == 2
+    assert one_line(result.stderr).startswith("smarthole: cannot ")
+    assert str(target) in result.stderr
+    assert existing.read_text() == "not a folder"
+
+
+# -- Ctrl-C exits 130 (item 15) ---------------------------------------------------------------
+
+
+class Command:
+    """A CLI command as a subprocess whose output is collected in files (never a full pipe)."""
+
+    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
+        self.out = tmp_path / f"out-{time.monotonic_ns()}"
+        self.err = self.out.with_suffix(".err")
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "smarthole", *args],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
+
+    def output(self) -> str:
+        return self.out.read_text() + self.err.read_text()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("args", "ready"),
+    [
+        (["send", "--wait", "hi"], "waiting for the reply"),
+        (["events", "--follow"], "msg=m1"),
+        (["resume"], "Enter number to resume"),
+        (["status", "--json"], None),
+    ],
+    ids=["send-wait", "events-follow", "resume-picker", "status-finished"],
+)
+def test_ctrl_c_exits_130(home, fake, env, tmp_path, args, ready):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    command = Command(tmp_path, env, *args, "--home", str(home))
+    try:
+        if ready is None:  # a command that finished is not interrupted
+            assert command.process.wait(timeout=20) == 3
+            return
+        wait_for(lambda: ready in command.output(), 20, ready)
+        command.process.send_signal(signal.SIGINT)
+        assert command.process.wait(timeout=10) == 130, command.output()
+        assert "Traceback" not in command.output()
+    finally:
+        command.close()
+
+
+# -- status (item 16) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_status_exits_3_when_the_daemon_is_not_running(home, capsys, extra):
+    assert main(["status", "--home", str(home), *extra]) == 3
+    out = capsys.readouterr().out
+    if extra:
+        assert json.loads(out)["running"] is False
+    else:
+        assert out.startswith("daemon: not running")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_status_exits_0_when_the_daemon_is_running(home, live_daemon, capsys, extra):
+    assert main(["status", "--home", str(home), *extra]) == 0
+    out = capsys.readouterr().out
+    if extra:
+        assert json.loads(out)["running"] is True
+    else:
+        assert out.startswith("daemon: running")
+
+
+# -- chat: a reply that does not come, line editing and history (item 17) ---------------------
+
+
+def test_a_chat_that_times_out_says_so_keeps_the_conversation_and_exits_1(home, fake, env):
+    write_config(home, daemon={"shutdown_grace_seconds": 0.2})
+    release = threading.Event()
+    fake.add(hold(release, text("too late")))
+    try:
+        result = smarthole(
+            "chat", "--home", str(home), "--timeout", "1", env=env, input="hello\nmore\n"
+        )
+    finally:
+        release.set()
+    assert result.returncode == 1, result.stderr
+    assert "(no reply within 1s; the conversation is kept" in result.stdout
+    (row,) = db(home).execute("SELECT id, title, ended_at FROM conversations")
+    assert row["ended_at"] is None and row["title"] is None
+    assert f"continue it with `smarthole chat --conversation {row['id']}`" in result.stderr
+    assert "more" not in [r.last_user_text for r in fake.requests], "the chat stopped"
+    fake.default = text("Here it is.")
+    run_once(home, env)
+    (reply,) = finals(home)
+    assert (reply.text, reply["conversation"]) == ("Here it is.", row["id"])
+
+
+def read_until(fd: int, wanted: str, seen: bytearray, timeout: float = 20) -> None:
+    """Read the pseudo-terminal into ``seen`` until ``wanted`` appears."""
+    deadline = time.monotonic() + timeout
+    while wanted.encode() not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {wanted!r} in {bytes(seen)!r}"
+        if select.select([fd], [], [], left)[0]:
+            seen += os.read(fd, 4096)
+
+
+def test_an_interactive_chat_has_line_editing_and_a_private_history(home, fake, env):
+    fake.default = text("Noted.")
+    controller, terminal = os.openpty()
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "smarthole", "chat", "--home", str(home)],
+        env={**env, "TERM": "dumb"},
+        stdin=terminal,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.umask(0o022),
+    )
+    os.close(terminal)
+    seen = bytearray()
+    try:
+        read_until(controller, "you> ", seen)
+        os.write(controller, b"milk\x01remember \r")  # Ctrl-A: to the start of the line
+        read_until(controller, "smarthole: Noted.", seen)
+        read_until(controller, "you> ", seen)
+        os.write(controller, b"\x04")  # Ctrl-D on an empty line: end of input
+        assert chat.wait(timeout=20) == 0, chat.stderr.read() if chat.stderr else ""
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+        os.close(controller)
+    assert "remember milk" in fake.requests[0].last_user_text
+    history = home / ".smarthole" / "chat_history"
+    assert history.stat().st_mode & 0o777 == 0o600
+    assert "milk" in history.read_text()
