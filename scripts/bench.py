@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from smarthole.app import utc_now
-from smarthole.config import Home, dumps_toml
+from smarthole.formats import dumps_toml, utc_now
 from smarthole.fsutil import atomic_write
+from smarthole.home import Home
 from smarthole.message import render_message_file
 from smarthole.store import Store
 from smarthole.testing import FakeMessagesAPI, echo

@@ -30,7 +30,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from smarthole.config import Home, dumps_toml
+from smarthole.formats import dumps_toml
+from smarthole.home import Home
 from smarthole.inbox import drop_message
 from smarthole.testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
 

@@ -10,11 +10,13 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .config import Config, Home, build_settings, load_config
+from .config import Config, build_settings, load_config
 from .errors import ConfigError, PluginError
+from .formats import Clock, utc_now
+from .home import Home
 from .plugins import Plugins, load_plugins
 from .tools import ToolRegistry
 
@@ -22,12 +24,6 @@ if TYPE_CHECKING:
     from .store import PluginData, Store
 
 logger = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class App:

@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from .config import Home
 from .errors import DaemonError
+from .home import Home, holder
 from .inbox import drop_message
-from .lock import holder
 from .outbox import OutboxItem, OutboxRecord
 from .store import Store
 

@@ -11,8 +11,9 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .config import Home, write_default_config
+from .config import write_default_config
 from .errors import ConfigError, MessageError
+from .home import Home
 
 if TYPE_CHECKING:
     from .events import Event, EventLog
@@ -32,7 +33,7 @@ def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
 
 
 def _store(home: Home) -> Store:
-    from .app import utc_now
+    from .formats import utc_now
     from .store import Store
 
     home.state.mkdir(parents=True, exist_ok=True)
@@ -40,7 +41,7 @@ def _store(home: Home) -> Store:
 
 
 def _now() -> Any:
-    from .app import utc_now
+    from .formats import utc_now
 
     return utc_now()
 

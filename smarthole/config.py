@@ -11,20 +11,14 @@ front matter of inbox and outbox files alike.
 from __future__ import annotations
 
 import dataclasses
-import os
-import stat
-import tomllib
 import types
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigError
-from .fsutil import PRIVATE_FOLDER
-
-HOME_ENV = "SMARTHOLE_HOME"
-DEFAULT_HOME = Path("~/SmartHole")
+from .formats import dumps_toml, loads_toml
+from .home import Home
 
 DEFAULT_PERSONA = (
     "You are smarthole, a personal assistant that people reach by dropping a message into a "
@@ -180,89 +174,7 @@ class Config:
 # -- the home folder -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Home:
-    """The folder that holds one agent, and the paths inside it."""
-
-    root: Path
-
-    @classmethod
-    def resolve(cls, arg: str | os.PathLike[str] | None = None) -> Home:
-        """``--home`` if given, else ``$SMARTHOLE_HOME``, else ``~/SmartHole``."""
-        chosen = arg or os.environ.get(HOME_ENV) or DEFAULT_HOME
-        return cls(Path(chosen).expanduser().absolute())
-
-    @property
-    def config_file(self) -> Path:
-        return self.root / "config.toml"
-
-    @property
-    def inbox(self) -> Path:
-        return self.root / "inbox"
-
-    @property
-    def outbox(self) -> Path:
-        return self.root / "outbox"
-
-    @property
-    def failed(self) -> Path:
-        return self.root / "failed"
-
-    @property
-    def workspace(self) -> Path:
-        return self.root / "workspace"
-
-    @property
-    def state(self) -> Path:
-        return self.root / ".smarthole"
-
-    @property
-    def database(self) -> Path:
-        return self.state / "smarthole.db"
-
-    @property
-    def claimed(self) -> Path:
-        return self.state / "claimed"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.state / "daemon.lock"
-
-    @property
-    def stranded_file(self) -> Path:
-        return self.state / "stranded.json"
-
-    def folders(self) -> list[Path]:
-        return [self.inbox, self.outbox, self.failed, self.workspace, self.state, self.claimed]
-
-    def ensure(self) -> None:
-        """Create every folder of the home that does not exist yet.
-
-        ``.smarthole/`` holds every word of every conversation: it is private (0700) whatever
-        the umask, and made so again if someone opened it up. The other folders are the
-        user's and keep the umask.
-        """
-        for folder in self.folders():
-            folder.mkdir(parents=True, exist_ok=True)
-        if stat.S_IMODE(self.state.stat().st_mode) != PRIVATE_FOLDER:
-            os.chmod(self.state, PRIVATE_FOLDER)
-
-
 # -- TOML ------------------------------------------------------------------------------------
-
-
-def loads_toml(text: str, *, source: str) -> dict[str, Any]:
-    """Parse TOML text; ``source`` names where it came from in the error."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
-
-
-def dumps_toml(data: dict[str, Any]) -> str:
-    import tomli_w
-
-    return tomli_w.dumps(data, multiline_strings=True)
 
 
 # -- loading and validating ------------------------------------------------------------------

@@ -23,12 +23,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .agent import Agent, ModelClient
-from .app import App, Clock, utc_now
-from .config import Home
+from .app import App
 from .events import EventLog
+from .formats import Clock, utc_now
+from .home import Home, HomeLock
 from .inbox import Inbox, Watcher
 from .ledger import Ledger, LedgerEntry
-from .lock import HomeLock
 from .outbox import Outbox
 from .pending import PendingQuestions
 from .processor import Processor

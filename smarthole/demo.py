@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .config import Home, dumps_toml
 from .daemon import Daemon
+from .formats import dumps_toml
+from .home import Home
 from .inbox import drop_message
 from .prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from .testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
@@ -94,7 +95,7 @@ def _show_replies(
 
 
 def _is_final_reply(content: str, message_id: str) -> bool:
-    from .config import loads_toml
+    from .formats import loads_toml
 
     header = content.split("+++\n")[1]
     fields: dict[str, Any] = loads_toml(header, source="outbox")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .message import parse_time
+from .formats import parse_time
 
 if TYPE_CHECKING:
     from .plugins import Plugins

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import MessageError
+from .formats import display_name, iso
 from .fsutil import (
     NAME_MAX,
     atomic_write,
@@ -42,18 +43,12 @@ from .fsutil import (
     unique_path,
 )
 from .ledger import Admission
-from .message import (
-    DEFAULT_CHANNEL,
-    Message,
-    display_name,
-    iso,
-    parse_message,
-    render_message_file,
-)
+from .message import DEFAULT_CHANNEL, Message, parse_message, render_message_file
 
 if TYPE_CHECKING:
-    from .config import Home, InboxSettings
+    from .config import InboxSettings
     from .events import EventLog
+    from .home import Home
     from .ledger import Ledger, LedgerEntry
     from .plugins import Plugins
     from .store import Store

@@ -19,8 +19,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .commands import _home, _now, _store, preflight
-from .config import Home
 from .errors import LookupFailed
+from .home import Home
 
 if TYPE_CHECKING:
     from .chat import ChatSession

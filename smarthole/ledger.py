@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .message import Message, iso, parse_time
+from .formats import iso, parse_time
+from .message import Message
 from .store import Store
 
 ACTIVE = ("queued", "in_progress", "deferred")

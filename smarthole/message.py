@@ -9,20 +9,26 @@ so :func:`parse_message` raises nothing else, whatever they hold (a property tes
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time
 from pathlib import PurePath
 from typing import Any
 
-from .config import dumps_toml, loads_toml
 from .errors import ConfigError, MessageError
+from .formats import (
+    FRONT_MATTER_FENCE,
+    content_hash,
+    derive_id,
+    display_name,
+    dumps_toml,
+    iso,
+    loads_toml,
+    parse_time,
+)
 
-FRONT_MATTER_FENCE = "+++"
 SUFFIXES = (".md", ".txt", ".json")
 KEYS = {"id", "channel", "conversation", "new_conversation", "timestamp", "metadata"}
 JSON_KEYS = KEYS | {"text"}
@@ -81,37 +87,6 @@ class Message:
         data = json.loads(text)
         data["timestamp"] = parse_time(data["timestamp"])
         return cls(**data)
-
-
-def iso(moment: datetime) -> str:
-    """A UTC time as a fixed-width ISO string; fixed width keeps SQLite ordering right."""
-    # isoformat pads the year to four digits; strftime's %Y does not on every platform.
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def parse_time(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def derive_id(name: str, data: bytes, modified: datetime) -> str:
-    """An id for a file without one: each arrival of a file is a new message.
-
-    Only the same name, the same bytes and the same modification time give the same id: that
-    is a file put back as it was (a sync tool restoring it), not "yes" written twice.
-    """
-    stamp = iso(modified).encode()
-    digest = hashlib.sha256(os.fsencode(name) + b"\0" + stamp + b"\0" + data).hexdigest()
-    return f"m-{digest[:24]}"
-
-
-def display_name(name: str) -> str:
-    """A file name as text that can be stored and shown: undecodable bytes become U+FFFD."""
-    return os.fsencode(name).decode("utf-8", errors="replace")
 
 
 def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:

@@ -11,11 +11,10 @@ import logging
 import stat
 from typing import Any
 
-from .config import Home
+from .formats import iso
 from .fsutil import move_durably, unique_path
+from .home import Home, holder
 from .ledger import Ledger, LedgerEntry
-from .lock import holder
-from .message import iso
 from .pending import PendingQuestions
 from .records import unique_match
 from .store import Store

@@ -16,14 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import dumps_toml
+from .formats import FRONT_MATTER_FENCE, dumps_toml, iso, new_id, parse_time
 from .fsutil import atomic_write
-from .message import FRONT_MATTER_FENCE, iso, parse_time
-from .store import new_id
 
 if TYPE_CHECKING:
-    from .config import Home
     from .events import EventLog
+    from .home import Home
     from .plugins import Plugins
     from .store import Store
 

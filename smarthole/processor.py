@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .conversations import Conversations
 from .errors import LookupFailed, MessageError, ModelError
-from .message import iso
+from .formats import iso
 from .pending import PendingQuestion, PendingQuestions
 from .prompts import system_prompt
 from .store import Conversation

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .errors import LookupFailed
-from .message import parse_time
+from .formats import parse_time
 
 T = TypeVar("T")
 
@@ -28,11 +27,6 @@ def unique_match(
         listed = ", ".join(key(c) for c in candidates[:5])
         raise LookupFailed(f"{wanted!r} is ambiguous: it matches {noun}s {listed}")
     return candidates[0]
-
-
-def new_id() -> str:
-    """A short random id; people type prefixes of these."""
-    return secrets.token_hex(8)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CorruptStoreError, StoreError
-from .message import iso, parse_time
+from .formats import iso, new_id, parse_time
 from .plugindata import PluginData
-from .records import Conversation, StoredMessage, Turn, new_id
+from .records import Conversation, StoredMessage, Turn
 from .schema import connect
 
 __all__ = ["Conversation", "PluginData", "Store", "StoredMessage", "Turn", "new_id"]

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from smarthole import plugins as plugins_module
-from smarthole.config import Home, dumps_toml
 from smarthole.daemon import Daemon
+from smarthole.formats import dumps_toml
+from smarthole.home import Home
 from smarthole.inbox import drop_message
 from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI

@@ -10,13 +10,13 @@ import pytest
 from smarthole.cli import main
 from smarthole.config import (
     Config,
-    Home,
     default_config_data,
     load_config,
     parse_config,
     write_default_config,
 )
 from smarthole.errors import ConfigError
+from smarthole.home import Home
 
 EXAMPLE = Path(__file__).parent.parent / "config.example.toml"
 

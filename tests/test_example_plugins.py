@@ -17,9 +17,10 @@ import pytest
 from conftest import REPO, drop, finals, run_once, wait_for, write_config
 
 from smarthole.app import App
-from smarthole.config import Home, parse_config
+from smarthole.config import parse_config
 from smarthole.errors import ConfigError
 from smarthole.events import Event
+from smarthole.home import Home
 from smarthole.outbox import OutboxItem
 from smarthole.testing import text, tool_use
 

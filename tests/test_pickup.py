@@ -17,8 +17,8 @@ import pytest
 from conftest import db, drop, finals, read_outbox, run_once, smarthole, wait_for, write_config
 
 from smarthole.cli import main
-from smarthole.config import Home
 from smarthole.daemon import Daemon
+from smarthole.home import Home
 from smarthole.store import Store
 from smarthole.testing import text, tool_use
 

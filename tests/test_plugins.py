@@ -13,8 +13,9 @@ from conftest import REPO, forget_modules_under, smarthole, write_config
 
 from smarthole.app import App
 from smarthole.cli import main
-from smarthole.config import Home, parse_config
+from smarthole.config import parse_config
 from smarthole.errors import PluginError
+from smarthole.home import Home
 from smarthole.plugins import load_plugins
 
 GOOD = '''

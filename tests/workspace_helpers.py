@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from smarthole.app import App
-from smarthole.config import Config, Home, WorkspaceSettings
+from smarthole.config import Config, WorkspaceSettings
+from smarthole.home import Home
 from smarthole.plugins import Plugins
 from smarthole.tools import ToolRegistry, ToolResult
 from smarthole.tools import workspace as workspace_plugin

@@ -1,0 +1,83 @@
+"""The formats every layer shares: TOML, times, ids and names.
+
+Times are timezone-aware UTC ``datetime`` values inside, and fixed-width ISO strings in the
+database and in files (fixed width keeps SQLite's text ordering right).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import tomllib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import ConfigError
+
+FRONT_MATTER_FENCE = "+++"
+
+# -- TOML ------------------------------------------------------------------------------------
+
+
+def loads_toml(text: str, *, source: str) -> dict[str, Any]:
+    """Parse TOML text; ``source`` names where it came from in the error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
+
+
+def dumps_toml(data: dict[str, Any]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps(data, multiline_strings=True)
+
+
+# -- times -----------------------------------------------------------------------------------
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """A UTC time as a fixed-width ISO string; fixed width keeps SQLite ordering right."""
+    # isoformat pads the year to four digits; strftime's %Y does not on every platform.
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# -- ids and names ---------------------------------------------------------------------------
+
+
+def new_id() -> str:
+    """A short random id; people type prefixes of these."""
+    return secrets.token_hex(8)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def derive_id(name: str, data: bytes, modified: datetime) -> str:
+    """An id for a file without one: each arrival of a file is a new message.
+
+    Only the same name, the same bytes and the same modification time give the same id: that
+    is a file put back as it was (a sync tool restoring it), not "yes" written twice.
+    """
+    stamp = iso(modified).encode()
+    digest = hashlib.sha256(os.fsencode(name) + b"\0" + stamp + b"\0" + data).hexdigest()
+    return f"m-{digest[:24]}"
+
+
+def display_name(name: str) -> str:
+    """A file name as text that can be stored and shown: undecodable bytes become U+FFFD."""
+    return os.fsencode(name).decode("utf-8", errors="replace")
