@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from smarthole.db.store import Store
 from smarthole.formats import dumps_toml, utc_now
 from smarthole.fsutil import atomic_write
 from smarthole.home import Home
 from smarthole.message import render_message_file
-from smarthole.store import Store
 from smarthole.testing import FakeMessagesAPI, echo
 
 

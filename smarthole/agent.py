@@ -20,7 +20,7 @@ from .errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
     from .config import ModelSettings
-    from .store import StoredMessage
+    from .db.records import StoredMessage
     from .tools import Tool, ToolContext, ToolRegistry, ToolResult
 
 logger = logging.getLogger(__name__)

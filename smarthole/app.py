@@ -21,7 +21,8 @@ from .plugins import Plugins, load_plugins
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:
-    from .store import PluginData, Store
+    from .db.plugindata import PluginData
+    from .db.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ class App:
     @property
     def store(self) -> Store:
         if self._store is None:
-            from .store import Store
+            from .db.store import Store
 
             self.home.ensure()
             self._store = Store.open(self.home.database, clock=self.clock)

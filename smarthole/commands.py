@@ -16,8 +16,8 @@ from .errors import ConfigError, MessageError
 from .home import Home
 
 if TYPE_CHECKING:
-    from .events import Event, EventLog
-    from .store import Store
+    from .db.events import Event, EventLog
+    from .db.store import Store
 
 FOLLOW_POLL_SECONDS = 0.2
 NOT_RUNNING = 3  # `status` when the daemon is down (the LSB and systemctl convention)
@@ -33,8 +33,8 @@ def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
 
 
 def _store(home: Home) -> Store:
+    from .db.store import Store
     from .formats import utc_now
-    from .store import Store
 
     home.state.mkdir(parents=True, exist_ok=True)
     return Store.open(home.database, clock=utc_now)
@@ -291,7 +291,7 @@ def _summarise_now(home: Home, store: Store) -> None:
     from .agent import API_KEY_ENV, ModelClient
     from .chat import daemon_running
     from .config import load_config
-    from .events import EventLog
+    from .db.events import EventLog
     from .titles import Titler
 
     if daemon_running(home) or not os.environ.get(API_KEY_ENV, "").strip():
@@ -328,7 +328,7 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace) -> int:
-    from .events import EventLog
+    from .db.events import EventLog
 
     store = _store(_home(args))
     try:

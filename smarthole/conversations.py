@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from .db.events import EventLog
+from .db.ledger import Ledger
+from .db.pending import PendingQuestions
+from .db.records import Conversation, unique_match
+from .db.store import Store
 from .errors import LookupFailed
-from .events import EventLog
-from .ledger import Ledger
 from .outbox import OutboxRecord
-from .pending import PendingQuestions
 from .prompts import UNTITLED, UNTITLED_INTERRUPTED
-from .records import unique_match
-from .store import Conversation, Store
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 ENTRY_AGENT = "smarthole"

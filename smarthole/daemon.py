@@ -24,16 +24,16 @@ from typing import Any
 
 from .agent import Agent, ModelClient
 from .app import App
-from .events import EventLog
+from .db.events import EventLog
+from .db.ledger import Ledger, LedgerEntry
+from .db.pending import PendingQuestions
+from .db.store import Store
 from .formats import Clock, utc_now
 from .home import Home, HomeLock
 from .inbox import Inbox, Watcher
-from .ledger import Ledger, LedgerEntry
 from .outbox import Outbox
-from .pending import PendingQuestions
 from .processor import Processor
 from .signals import STOP_SIGNALS, Signals, capture_signals
-from .store import Store
 from .titles import Titler
 
 logger = logging.getLogger(__name__)

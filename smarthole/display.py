@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from .conversations import ConversationView
-from .events import Event
+from .db.events import Event
+from .db.records import Conversation, StoredMessage, Turn
 from .outbox import OutboxItem
-from .store import Conversation, StoredMessage, Turn
 
 
 def relative_time(then: datetime, now: datetime) -> str:

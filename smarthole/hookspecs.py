@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .app import App
-    from .events import Event
+    from .db.events import Event
+    from .db.records import Conversation, StoredMessage
     from .message import Message
     from .outbox import OutboxItem
-    from .store import Conversation, StoredMessage
 
 hookspec = pluggy.HookspecMarker("smarthole")
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .db.ledger import Admission
 from .errors import MessageError
 from .formats import display_name, iso
 from .fsutil import (
@@ -42,16 +43,15 @@ from .fsutil import (
     read_regular_file,
     unique_path,
 )
-from .ledger import Admission
 from .message import DEFAULT_CHANNEL, Message, parse_message, render_message_file
 
 if TYPE_CHECKING:
     from .config import InboxSettings
-    from .events import EventLog
+    from .db.events import EventLog
+    from .db.ledger import Ledger, LedgerEntry
+    from .db.store import Store
     from .home import Home
-    from .ledger import Ledger, LedgerEntry
     from .plugins import Plugins
-    from .store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from .home import Home
 
 if TYPE_CHECKING:
     from .chat import ChatSession
-    from .store import Store
+    from .db.store import Store
 
 logger = logging.getLogger(__name__)
 

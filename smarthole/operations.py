@@ -11,13 +11,13 @@ import logging
 import stat
 from typing import Any
 
+from .db.ledger import Ledger, LedgerEntry
+from .db.pending import PendingQuestions
+from .db.records import unique_match
+from .db.store import Store
 from .formats import iso
 from .fsutil import move_durably, unique_path
 from .home import Home, holder
-from .ledger import Ledger, LedgerEntry
-from .pending import PendingQuestions
-from .records import unique_match
-from .store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from .formats import FRONT_MATTER_FENCE, dumps_toml, iso, new_id, parse_time
 from .fsutil import atomic_write
 
 if TYPE_CHECKING:
-    from .events import EventLog
+    from .db.events import EventLog
+    from .db.store import Store
     from .home import Home
     from .plugins import Plugins
-    from .store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -16,21 +16,21 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .conversations import Conversations
+from .db.pending import PendingQuestion, PendingQuestions
+from .db.records import Conversation
 from .errors import LookupFailed, MessageError, ModelError
 from .formats import iso
-from .pending import PendingQuestion, PendingQuestions
 from .prompts import system_prompt
-from .store import Conversation
 from .turn import TurnInterrupted, TurnRun
 
 if TYPE_CHECKING:
     from .agent import Agent, TurnOutcome
     from .app import App
-    from .events import EventLog
+    from .db.events import EventLog
+    from .db.ledger import Ledger, LedgerEntry
+    from .db.records import StoredMessage
     from .inbox import Inbox
-    from .ledger import Ledger, LedgerEntry
     from .outbox import Outbox
-    from .store import StoredMessage
     from .titles import Titler
 
 logger = logging.getLogger(__name__)

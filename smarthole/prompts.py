@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from .config import AgentSettings
-from .pending import PendingQuestion
-from .store import Conversation, StoredMessage
+from .db.pending import PendingQuestion
+from .db.records import Conversation, StoredMessage
 
 UNTITLED = "Untitled conversation"
 UNTITLED_INTERRUPTED = "Untitled (interrupted)"

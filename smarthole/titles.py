@@ -32,8 +32,9 @@ from .prompts import (
 if TYPE_CHECKING:
     from .agent import ModelClient
     from .config import TitleSettings
-    from .events import EventLog
-    from .store import Conversation, Store
+    from .db.events import EventLog
+    from .db.records import Conversation
+    from .db.store import Store
 
 logger = logging.getLogger(__name__)
 

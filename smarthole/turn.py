@@ -19,10 +19,10 @@ from .tools import ToolContext
 if TYPE_CHECKING:
     from .agent import ModelReply
     from .app import App
-    from .events import EventLog
-    from .ledger import LedgerEntry
+    from .db.events import EventLog
+    from .db.ledger import LedgerEntry
+    from .db.records import Conversation, StoredMessage
     from .outbox import Outbox, OutboxItem
-    from .store import Conversation, StoredMessage
     from .tools import ToolResult
 
 API_KINDS = ("user", "assistant", "tool_result")

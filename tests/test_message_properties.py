@@ -15,6 +15,7 @@ from smarthole.message import Message, parse_message
 
 MTIME = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
+
 # The same examples every run (a failure is reproducible, never a fluke of one run), and no
 # timing checks: on a loaded 2-core CI machine a slow draw says nothing about the parser.
 def properties(examples: int) -> settings:
@@ -25,6 +26,7 @@ def properties(examples: int) -> settings:
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow],
     )
+
 
 # Names as the inbox scanner hands them over: any bytes a POSIX name may hold, decoded the
 # way os.listdir decodes them (surrogate escapes for bytes that are not UTF-8).

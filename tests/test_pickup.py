@@ -18,8 +18,8 @@ from conftest import db, drop, finals, read_outbox, run_once, smarthole, wait_fo
 
 from smarthole.cli import main
 from smarthole.daemon import Daemon
+from smarthole.db.store import Store
 from smarthole.home import Home
-from smarthole.store import Store
 from smarthole.testing import text, tool_use
 
 POISON_FILES = {
@@ -188,7 +188,7 @@ def disk_error(*args, **kwargs):
 @pytest.mark.parametrize(
     ("target", "fault", "shown"),
     [
-        ("smarthole.ledger.Ledger.admit", database_locked, "database is locked"),
+        ("smarthole.db.ledger.Ledger.admit", database_locked, "database is locked"),
         ("smarthole.inbox.read_regular_file", disk_error, "Input/output error"),
     ],
 )

@@ -22,8 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptStoreError, StoreError
-from .formats import iso, new_id, parse_time
+from ..errors import CorruptStoreError, StoreError
+from ..formats import iso, new_id, parse_time
 from .plugindata import PluginData
 from .records import Conversation, StoredMessage, Turn
 from .schema import connect

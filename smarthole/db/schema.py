@@ -6,8 +6,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .errors import StoreError
-from .fsutil import PRIVATE_FILE, make_private
+from ..errors import StoreError
+from ..fsutil import PRIVATE_FILE, make_private
 
 SCHEMA_VERSION = 2
 

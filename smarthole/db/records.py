@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .errors import LookupFailed
-from .formats import parse_time
+from ..errors import LookupFailed
+from ..formats import parse_time
 
 T = TypeVar("T")
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .formats import parse_time
+from ..formats import parse_time
 
 if TYPE_CHECKING:
-    from .plugins import Plugins
+    from ..plugins import Plugins
     from .store import Store
 
 EVENT_TYPES = (

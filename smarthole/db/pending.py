@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .formats import iso, parse_time
+from ..formats import iso, parse_time
 from .store import Store
 
 logger = logging.getLogger(__name__)

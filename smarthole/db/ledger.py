@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .formats import iso, parse_time
-from .message import Message
+from ..formats import iso, parse_time
+from ..message import Message
 from .store import Store
 
 ACTIVE = ("queued", "in_progress", "deferred")

@@ -1,0 +1,1 @@
+"""The store: the only package that runs SQL. One module per table family."""
