@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 
     from .app import App
     from .db.events import Event
-    from .db.records import Conversation, StoredMessage
-    from .message import Message
+    from .db.records import Conversation, Message, StoredMessage
     from .outbox import OutboxItem
 
 hookspec = pluggy.HookspecMarker("smarthole")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .db.ledger import Admission
+from .db.records import Message
 from .errors import MessageError
 from .formats import display_name, iso
 from .fsutil import (
@@ -43,7 +44,7 @@ from .fsutil import (
     read_regular_file,
     unique_path,
 )
-from .message import DEFAULT_CHANNEL, Message, parse_message, render_message_file
+from .message import DEFAULT_CHANNEL, parse_message, render_message_file
 
 if TYPE_CHECKING:
     from .config import InboxSettings

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time
 from pathlib import PurePath
 from typing import Any
 
+from .db.records import Message
 from .errors import ConfigError, MessageError
 from .formats import (
     FRONT_MATTER_FENCE,
@@ -24,7 +24,6 @@ from .formats import (
     derive_id,
     display_name,
     dumps_toml,
-    iso,
     loads_toml,
     parse_time,
 )
@@ -37,56 +36,6 @@ MAX_ID_LENGTH = 200
 CHANNEL_PATTERN = re.compile(r"^[\w.@+-]{1,64}$")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 MAX_METADATA_DEPTH = 32
-
-
-@dataclass(frozen=True)
-class Message:
-    """One message from the inbox.
-
-    ``channel`` is None when the file did not name one; the daemon then uses the channel of the
-    targeted conversation, or ``"default"``. ``timestamp`` is the file's own time if it gave
-    one, else its modification time; messages of a channel are processed in ``sort_key`` order.
-    """
-
-    id: str
-    text: str
-    source_name: str
-    timestamp: datetime
-    content_hash: str
-    channel: str | None = None
-    conversation: str | None = None
-    new_conversation: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
-    id_derived: bool = False
-
-    @property
-    def sort_key(self) -> tuple[str, str]:
-        return (iso(self.timestamp), self.source_name)
-
-    def with_channel(self, channel: str) -> Message:
-        return replace(self, channel=channel)
-
-    def to_json(self) -> str:
-        """The form stored in the ledger, so a resumed message is never parsed again."""
-        data = {
-            "id": self.id,
-            "text": self.text,
-            "source_name": self.source_name,
-            "timestamp": iso(self.timestamp),
-            "content_hash": self.content_hash,
-            "channel": self.channel,
-            "conversation": self.conversation,
-            "new_conversation": self.new_conversation,
-            "metadata": self.metadata,
-            "id_derived": self.id_derived,
-        }
-        return json.dumps(data, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> Message:
-        data = json.loads(text)
-        data["timestamp"] = parse_time(data["timestamp"])
-        return cls(**data)
 
 
 def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from smarthole.db.records import Message
 from smarthole.errors import MessageError
-from smarthole.message import Message, parse_message, render_message_file
+from smarthole.message import parse_message, render_message_file
 
 MTIME = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 

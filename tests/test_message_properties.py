@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from smarthole.db.records import Message
 from smarthole.errors import MessageError
-from smarthole.message import Message, parse_message
+from smarthole.message import parse_message
 
 MTIME = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 

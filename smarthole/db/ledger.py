@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..formats import iso, parse_time
-from ..message import Message
+from .records import Message
 from .store import Store
 
 ACTIVE = ("queued", "in_progress", "deferred")
