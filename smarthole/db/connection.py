@@ -1,0 +1,123 @@
+"""The database connection: opening it, and the unit of work every state change goes through.
+
+One database file per home (``.smarthole/smarthole.db``) in WAL mode, one connection, one
+lock. ``with store.transaction() as db:`` is one atomic write; a change that spans tables (a
+turn's status, the ledger, the outbox record and the event) is made inside one such block, and
+``after_commit`` callbacks (the plugin hooks) run only once it has committed.
+
+A database SQLite cannot read is moved aside as ``smarthole.db.corrupt-<UTC time>`` (when the
+caller may recover, i.e. the daemon) and a fresh one is created, with a loud warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Self
+
+from ..errors import CorruptStoreError, StoreError
+from ..formats import iso
+from .schema import connect
+
+logger = logging.getLogger(__name__)
+
+
+class Database:
+    """The connection to one home's database. Thread-safe: one connection, one lock."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path, clock: Any) -> None:
+        self.path = path
+        self.clock = clock
+        self._db = connection
+        self._lock = threading.RLock()
+        self._after_commit: list[Callable[[], None]] = []
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, clock: Any, recover: bool = False) -> Self:
+        """Open (creating if needed) the database at ``path``.
+
+        With ``recover``, a database that cannot be read is moved aside and replaced by a
+        fresh one; without, ``CorruptStoreError`` is raised.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return cls(connect(path, check=recover), path, clock)
+        except sqlite3.DatabaseError as exc:
+            if not recover:
+                raise CorruptStoreError(
+                    f"{path} is not a readable database ({exc}); start the daemon to move it aside"
+                ) from exc
+            aside = path.with_name(f"{path.name}.corrupt-{_stamp(clock())}")
+            logger.warning(
+                "DATABASE %s IS CORRUPT (%s): moved it aside to %s and started a fresh one",
+                path,
+                exc,
+                aside,
+            )
+            path.replace(aside)
+            for suffix in ("-wal", "-shm"):
+                sidecar = path.with_name(path.name + suffix)
+                if sidecar.exists():
+                    sidecar.replace(aside.with_name(aside.name + suffix))
+            return cls(connect(path, check=True), path, clock)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- transactions ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write; nested calls join the outer transaction."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield self._db
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                self._after_commit.clear()
+                raise
+            self._db.execute("COMMIT")
+            callbacks, self._after_commit = self._after_commit, []
+        for callback in callbacks:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current transaction commits (now, if there is none).
+
+        Hooks are called this way, so a plugin never sees a row that is later rolled back.
+        """
+        with self._lock:
+            if self._db.in_transaction:
+                self._after_commit.append(callback)
+                return
+        callback()
+
+    def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: {exc}") from exc
+
+    def query_one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def now(self) -> str:
+        return iso(self.clock())
+
+
+def _stamp(moment: datetime) -> str:
+    return iso(moment).replace(":", "").replace("-", "")[:15] + "Z"

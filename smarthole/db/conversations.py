@@ -1,0 +1,185 @@
+"""Conversations and their turns: the rows that say who talked when, and how each turn went."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..formats import new_id
+from .connection import Database
+from .records import Conversation, Turn
+
+
+class ConversationTables(Database):
+    """The ``conversations`` and ``turns`` tables (a part of :class:`~smarthole.db.store.Store`)."""
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def create_conversation(self, channel: str) -> Conversation:
+        now = self.now()
+        conversation_id = new_id()
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO conversations (id, channel, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (conversation_id, channel, now, now),
+            )
+        conversation = self.conversation(conversation_id)
+        assert conversation is not None
+        return conversation
+
+    def conversation(self, conversation_id: str) -> Conversation | None:
+        row = self.query_one("SELECT * FROM conversations WHERE id = ?", (conversation_id,))
+        return Conversation.from_row(row) if row else None
+
+    def conversations_with_prefix(self, prefix: str) -> list[Conversation]:
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.query(
+            "SELECT * FROM conversations WHERE id LIKE ? ESCAPE '\\' LIMIT 10", (pattern,)
+        )
+        return [Conversation.from_row(r) for r in rows]
+
+    def active_conversation(self, channel: str) -> Conversation | None:
+        row = self.query_one(
+            "SELECT * FROM conversations WHERE channel = ? AND ended_at IS NULL "
+            "ORDER BY updated_at DESC LIMIT 1",
+            (channel,),
+        )
+        return Conversation.from_row(row) if row else None
+
+    def recent_conversations(
+        self, *, channel: str | None = None, ended_only: bool = False, limit: int | None = None
+    ) -> list[Conversation]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if channel is not None:
+            clauses.append("channel = ?")
+            params.append(channel)
+        if ended_only:
+            clauses.append("ended_at IS NOT NULL")
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        order = "ended_at DESC" if ended_only else "updated_at DESC"
+        sql = f"SELECT * FROM conversations {where} ORDER BY {order}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [Conversation.from_row(r) for r in self.query(sql, params)]
+
+    def open_conversations(self) -> list[Conversation]:
+        rows = self.query("SELECT * FROM conversations WHERE ended_at IS NULL")
+        return [Conversation.from_row(r) for r in rows]
+
+    def end_conversation(self, conversation_id: str, reason: str) -> bool:
+        """Mark a conversation ended (its summary becomes due). False if it already was."""
+        now = self.now()
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE conversations SET ended_at = ?, end_reason = ?, summary_state = "
+                "CASE WHEN turns > 0 THEN 'pending' ELSE 'none' END "
+                "WHERE id = ? AND ended_at IS NULL",
+                (now, reason, conversation_id),
+            )
+        return cursor.rowcount > 0
+
+    def reopen_conversation(self, conversation_id: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET ended_at = NULL, end_reason = NULL, "
+                "updated_at = ? WHERE id = ?",
+                (self.now(), conversation_id),
+            )
+
+    def set_title(
+        self, conversation_id: str, title: str | None, *, pinned: bool = False, state: str = "done"
+    ) -> bool:
+        """Set the title; a pinned (user-set) title is only replaced by another pinned one."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE conversations SET title = ?, title_state = ?, "
+                "title_pinned = MAX(title_pinned, ?) WHERE id = ? AND (title_pinned = 0 OR ?)",
+                (title, state, int(pinned), conversation_id, int(pinned)),
+            )
+        return cursor.rowcount > 0
+
+    def set_summary(self, conversation_id: str, summary: str | None, *, state: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET summary = ?, summary_state = ? WHERE id = ?",
+                (summary, state, conversation_id),
+            )
+
+    def conversations_needing(self, what: str, limit: int = 20) -> list[Conversation]:
+        """Conversations whose ``title`` or ``summary`` is due (state ``pending``)."""
+        column = {"title": "title_state", "summary": "summary_state"}[what]
+        rows = self.query(
+            f"SELECT * FROM conversations WHERE {column} = 'pending' ORDER BY updated_at LIMIT ?",
+            (limit,),
+        )
+        return [Conversation.from_row(r) for r in rows]
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        with self.transaction() as db:
+            for table, column in (
+                ("messages", "conversation_id"),
+                ("turns", "conversation_id"),
+                ("tool_calls", "conversation_id"),
+                ("events", "conversation_id"),
+            ):
+                db.execute(f"DELETE FROM {table} WHERE {column} = ?", (conversation_id,))
+            db.execute(
+                "DELETE FROM plugin_data WHERE plugin = 'smarthole' AND key = ?", (conversation_id,)
+            )
+            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def start_turn(self, db: sqlite3.Connection, conversation_id: str, message_id: str) -> int:
+        """Number and insert the next turn; call inside a transaction."""
+        now = self.now()
+        db.execute(
+            "UPDATE conversations SET turns = turns + 1, updated_at = ? WHERE id = ?",
+            (now, conversation_id),
+        )
+        (number,) = db.execute(
+            "SELECT turns FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        db.execute(
+            "INSERT INTO turns (conversation_id, number, message_id, status, started_at) "
+            "VALUES (?, ?, ?, 'running', ?)",
+            (conversation_id, number, message_id, now),
+        )
+        return int(number)
+
+    def turn(self, conversation_id: str, number: int) -> Turn | None:
+        row = self.query_one(
+            "SELECT * FROM turns WHERE conversation_id = ? AND number = ?",
+            (conversation_id, number),
+        )
+        return Turn.from_row(row) if row else None
+
+    def turn_for_message(self, message_id: str) -> Turn | None:
+        row = self.query_one("SELECT * FROM turns WHERE message_id = ?", (message_id,))
+        return Turn.from_row(row) if row else None
+
+    def turns(self, conversation_id: str) -> list[Turn]:
+        rows = self.query(
+            "SELECT * FROM turns WHERE conversation_id = ? ORDER BY number", (conversation_id,)
+        )
+        return [Turn.from_row(r) for r in rows]
+
+    def update_turn(self, conversation_id: str, number: int, **values: Any) -> None:
+        allowed = {"status", "finished_at", "error", "note", "end_requested"}
+        assert set(values) <= allowed, values
+        assignments = ", ".join(f"{key} = ?" for key in values)
+        with self.transaction() as db:
+            db.execute(
+                f"UPDATE turns SET {assignments} WHERE conversation_id = ? AND number = ?",
+                (*values.values(), conversation_id, number),
+            )
+
+    def interrupt_running_turns(self) -> list[Turn]:
+        """Mark every turn left ``running`` by a stopped daemon as ``interrupted``."""
+        with self.transaction() as db:
+            rows = db.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
+            db.execute("UPDATE turns SET status = 'interrupted' WHERE status = 'running'")
+        return [Turn.from_row(r) for r in rows]
