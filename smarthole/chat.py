@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from .db.outbox import OutboxItem, OutboxRecord
 from .db.store import Store
 from .errors import DaemonError
 from .home import Home, holder
 from .inbox import drop_message
-from .outbox import OutboxItem, OutboxRecord
 
 logger = logging.getLogger(__name__)
 

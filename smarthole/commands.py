@@ -211,8 +211,8 @@ def conversations(args: argparse.Namespace) -> int:
 
 def show(args: argparse.Namespace) -> int:
     from .conversations import Conversations
+    from .db.outbox import OutboxRecord
     from .display import transcript
-    from .outbox import OutboxRecord
 
     home = _home(args)
     store = _store(home)
@@ -233,8 +233,8 @@ def show(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     from .conversations import Conversations
+    from .db.outbox import OutboxRecord
     from .display import export_markdown
-    from .outbox import OutboxRecord
 
     home = _home(args)
     store = _store(home)

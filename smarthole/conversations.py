@@ -11,11 +11,11 @@ from typing import Any
 
 from .db.events import EventLog
 from .db.ledger import Ledger
+from .db.outbox import OutboxRecord
 from .db.pending import PendingQuestions
 from .db.records import Conversation, unique_match
 from .db.store import Store
 from .errors import LookupFailed
-from .outbox import OutboxRecord
 from .prompts import UNTITLED, UNTITLED_INTERRUPTED
 
 HIDE_ENDED_AFTER = timedelta(days=30)
@@ -162,12 +162,7 @@ class Conversations:
 
     def mark_interrupted_untitled(self, conversation_id: str) -> None:
         """A chat that ends before its conversation got a title gets the interrupted title."""
-        with self.store.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET title = ?, title_state = 'done' WHERE id = ? "
-                "AND title IS NULL AND title_state IN ('none', 'failed')",
-                (UNTITLED_INTERRUPTED, conversation_id),
-            )
+        self.store.set_title_if_untitled(conversation_id, UNTITLED_INTERRUPTED)
 
     def prunable(self, max_retained: int) -> list[Conversation]:
         """Ended conversations beyond the newest ``max_retained``, oldest first."""

@@ -7,8 +7,8 @@ from typing import Any
 
 from .conversations import ConversationView
 from .db.events import Event
+from .db.outbox import OutboxItem
 from .db.records import Conversation, StoredMessage, Turn
-from .outbox import OutboxItem
 
 
 def relative_time(then: datetime, now: datetime) -> str:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from .app import App
     from .db.events import Event
+    from .db.outbox import OutboxItem
     from .db.records import Conversation, Message, StoredMessage
-    from .outbox import OutboxItem
 
 hookspec = pluggy.HookspecMarker("smarthole")
 

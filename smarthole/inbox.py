@@ -404,8 +404,7 @@ class Inbox:
         """The final reply is written: the claimed file has served its purpose."""
         if entry.claimed_path is not None:
             _remove(entry.claimed_path)
-        with self.store.transaction() as db:
-            db.execute("UPDATE inbox SET claimed_path = NULL WHERE message_id = ?", (entry.id,))
+        self.ledger.clear_claim(entry.id)
 
     def set_aside(self, entry: LedgerEntry, reason: str, *, attempts: int | None = None) -> Path:
         """A message that cannot be answered: its file goes to ``failed/`` with the reason."""

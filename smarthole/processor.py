@@ -242,11 +242,7 @@ class Processor:
         )
         turn = self.store.turn(conversation.id, number)
         with self.store.transaction() as db:
-            db.execute(
-                "UPDATE turns SET status = 'completed', finished_at = ?, note = ? "
-                "WHERE conversation_id = ? AND number = ?",
-                (self.store.now(), outcome.note, conversation.id, number),
-            )
+            self.store.complete_turn(db, conversation.id, number, note=outcome.note)
             self.ledger.set_status(entry.id, "done", db=db)
             if questions:
                 tool_calls = sum(1 for m in turn_messages if m.kind == "tool_result")

@@ -64,12 +64,7 @@ class Titler:
         """Mark a conversation as needing a title, unless it has one."""
         if not self.enabled:
             return
-        with self.store.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
-                "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
-                (conversation_id,),
-            )
+        self.store.mark_title_due(conversation_id)
 
     def write_title(self, conversation: Conversation) -> None:
         if (

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from .app import App
     from .db.events import EventLog
     from .db.ledger import LedgerEntry
+    from .db.outbox import OutboxItem
     from .db.records import Conversation, StoredMessage
-    from .outbox import Outbox, OutboxItem
+    from .outbox import Outbox
     from .tools import ToolResult
 
 API_KINDS = ("user", "assistant", "tool_result")

@@ -19,9 +19,9 @@ from conftest import REPO, drop, finals, run_once, wait_for, write_config
 from smarthole.app import App
 from smarthole.config import parse_config
 from smarthole.db.events import Event
+from smarthole.db.outbox import OutboxItem
 from smarthole.errors import ConfigError
 from smarthole.home import Home
-from smarthole.outbox import OutboxItem
 from smarthole.testing import text, tool_use
 
 PLUGINS = REPO / "plugins"

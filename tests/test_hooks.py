@@ -13,9 +13,9 @@ from conftest import REPO, drop, finals, run_once, write_config
 
 from smarthole import hookimpl, hookspecs
 from smarthole.db.events import Event
+from smarthole.db.outbox import OutboxItem
 from smarthole.db.records import Conversation, Message, StoredMessage
 from smarthole.errors import ConfigError, ModelError
-from smarthole.outbox import OutboxItem
 from smarthole.testing import server_error, text, tool_use
 
 HOOKS = sorted(

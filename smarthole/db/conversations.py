@@ -101,6 +101,24 @@ class ConversationTables(Database):
             )
         return cursor.rowcount > 0
 
+    def mark_title_due(self, conversation_id: str) -> None:
+        """A conversation needs a title, unless it has one or the user chose one."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
+                "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
+                (conversation_id,),
+            )
+
+    def set_title_if_untitled(self, conversation_id: str, title: str) -> None:
+        """Give a title to a conversation that has none and is not getting one."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title = ?, title_state = 'done' WHERE id = ? "
+                "AND title IS NULL AND title_state IN ('none', 'failed')",
+                (title, conversation_id),
+            )
+
     def set_summary(self, conversation_id: str, summary: str | None, *, state: str) -> None:
         with self.transaction() as db:
             db.execute(
@@ -176,6 +194,16 @@ class ConversationTables(Database):
                 f"UPDATE turns SET {assignments} WHERE conversation_id = ? AND number = ?",
                 (*values.values(), conversation_id, number),
             )
+
+    def complete_turn(
+        self, db: sqlite3.Connection, conversation_id: str, number: int, *, note: str | None
+    ) -> None:
+        """Mark a turn completed, inside the caller's transaction (with its ledger change)."""
+        db.execute(
+            "UPDATE turns SET status = 'completed', finished_at = ?, note = ? "
+            "WHERE conversation_id = ? AND number = ?",
+            (self.now(), note, conversation_id, number),
+        )
 
     def interrupt_running_turns(self) -> list[Turn]:
         """Mark every turn left ``running`` by a stopped daemon as ``interrupted``."""

@@ -232,6 +232,11 @@ class Ledger:
         row = self.store.query_one("SELECT COALESCE(SUM(duplicates), 0) AS n FROM inbox")
         return int(row["n"]) if row else 0
 
+    def clear_claim(self, message_id: str) -> None:
+        """The claimed file of an answered message is gone."""
+        with self.store.transaction() as db:
+            db.execute("UPDATE inbox SET claimed_path = NULL WHERE message_id = ?", (message_id,))
+
     def claimed_paths(self) -> set[str]:
         rows = self.store.query("SELECT claimed_path FROM inbox WHERE claimed_path IS NOT NULL")
         return {row["claimed_path"] for row in rows}

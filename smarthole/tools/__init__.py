@@ -20,7 +20,7 @@ from ..errors import PluginError, ToolError
 
 if TYPE_CHECKING:
     from ..app import App
-    from ..outbox import OutboxItem
+    from ..db.outbox import OutboxItem
 
 logger = logging.getLogger(__name__)
 
