@@ -30,6 +30,15 @@ REPO = Path(__file__).resolve().parent.parent
 TEST_PLUGINS = Path(__file__).resolve().parent / "plugins"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Let the Ctrl-C tests' subprocesses receive SIGINT even when pytest was started with it
+    ignored (a shell starts background jobs so, and an ignored signal stays ignored across
+    exec). A Python handler is reset to the default in the child, so the child can be
+    interrupted and shows what a person at a terminal would see."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, message: str = "") -> Any:
     """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``."""
     deadline = time.monotonic() + timeout
