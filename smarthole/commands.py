@@ -78,7 +78,7 @@ def preflight(home: Home) -> None:
     """Fail before anything starts if the config is bad or there is no API key."""
     import os
 
-    from .agent import ModelClient
+    from .agent.client import ModelClient
     from .config import load_config
 
     config = load_config(home)
@@ -288,11 +288,11 @@ def _summarise_now(home: Home, store: Store) -> None:
     """Write due summaries here when no daemon will (no daemon running, and a key is set)."""
     import os
 
-    from .agent import API_KEY_ENV, ModelClient
+    from .agent.client import API_KEY_ENV, ModelClient
+    from .agent.titles import Titler
     from .chat import daemon_running
     from .config import load_config
     from .db.events import EventLog
-    from .titles import Titler
 
     if daemon_running(home) or not os.environ.get(API_KEY_ENV, "").strip():
         return  # the daemon writes it (now, or when it next starts)

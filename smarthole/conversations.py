@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from .agent.prompts import UNTITLED, UNTITLED_INTERRUPTED
 from .db.events import EventLog
 from .db.ledger import Ledger
 from .db.outbox import OutboxRecord
@@ -16,7 +17,6 @@ from .db.pending import PendingQuestions
 from .db.records import Conversation, unique_match
 from .db.store import Store
 from .errors import LookupFailed
-from .prompts import UNTITLED, UNTITLED_INTERRUPTED
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 ENTRY_AGENT = "smarthole"

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .agent import Agent, ModelClient
+from .agent.client import ModelClient
+from .agent.loop import Agent
+from .agent.titles import Titler
 from .app import App
 from .db.events import EventLog
 from .db.ledger import Ledger, LedgerEntry
@@ -34,7 +36,6 @@ from .inbox import Inbox, Watcher
 from .outbox import Outbox
 from .processor import Processor
 from .signals import STOP_SIGNALS, Signals, capture_signals
-from .titles import Titler
 
 logger = logging.getLogger(__name__)
 

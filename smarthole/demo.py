@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from .daemon import Daemon
 from .formats import dumps_toml
 from .home import Home
 from .inbox import drop_message
-from .prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from .testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
 
 QUESTION = "Which list should I add milk to: groceries or the party list?"

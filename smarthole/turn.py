@@ -13,11 +13,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .history import to_api_messages
+from .agent.history import to_api_messages
 from .tools import ToolContext
 
 if TYPE_CHECKING:
-    from .agent import ModelReply
+    from .agent.client import ModelReply
     from .app import App
     from .db.events import EventLog
     from .db.ledger import LedgerEntry

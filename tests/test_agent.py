@@ -9,7 +9,7 @@ import pytest
 from conftest import drop as drop_message
 from conftest import finals, run_once, wait_for
 
-from smarthole.agent import ModelClient, _retry_after
+from smarthole.agent.client import ModelClient, _retry_after
 from smarthole.config import ModelSettings
 from smarthole.errors import ConfigError, ModelError
 from smarthole.testing import (

@@ -11,10 +11,11 @@ import pytest
 from conftest import db, drop, finals, run_once, wait_for, write_config
 
 from smarthole import hookimpl
-from smarthole.agent import ModelClient, _model_error
+from smarthole.agent.client import ModelClient, _model_error
+from smarthole.agent.prompts import TITLE_SYSTEM
+from smarthole.agent.titles import _Backoff
 from smarthole.config import ModelSettings
 from smarthole.errors import ModelError
-from smarthole.prompts import TITLE_SYSTEM
 from smarthole.testing import (
     error,
     garbled,
@@ -25,7 +26,6 @@ from smarthole.testing import (
     tool_use,
     unclosed,
 )
-from smarthole.titles import _Backoff
 
 PARIS = {"city": "Paris", "units": "metric"}
 

@@ -21,7 +21,7 @@ from conftest import (
     write_config,
 )
 
-from smarthole.agent import IN_DOUBT
+from smarthole.agent.client import IN_DOUBT
 from smarthole.testing import (
     error,
     hold,

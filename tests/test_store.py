@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from smarthole.agent.history import NOT_RUN, to_api_messages
 from smarthole.db.ledger import Admission, Ledger
 from smarthole.db.pending import PendingQuestion, PendingQuestions
 from smarthole.db.records import StoredMessage
 from smarthole.db.store import Store
 from smarthole.errors import CorruptStoreError
-from smarthole.history import NOT_RUN, to_api_messages
 from smarthole.message import parse_message
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)

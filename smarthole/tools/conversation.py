@@ -67,8 +67,8 @@ def get_conversation(
     :param conversation_id: The id (or a unique prefix) of the conversation to read.
     :param list_recent: How many recent conversations to list when no id is given (1-50).
     """
+    from ..agent.prompts import transcript
     from ..conversations import resolve_conversation
-    from ..prompts import transcript
 
     store = context.app.store
     if conversation_id:

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from .config import AgentSettings
-from .db.pending import PendingQuestion
-from .db.records import Conversation, StoredMessage
+from ..config import AgentSettings
+from ..db.pending import PendingQuestion
+from ..db.records import Conversation, StoredMessage
 
 UNTITLED = "Untitled conversation"
 UNTITLED_INTERRUPTED = "Untitled (interrupted)"

@@ -1,9 +1,7 @@
-"""The agent: Messages API calls and the tool loop of one turn.
+"""The model client: Messages API calls, and what their failures mean.
 
 This is the only module that imports ``anthropic`` (and its HTTP library), lazily, so the CLI
-starts fast. The loop is resumable by construction: every iteration reads where the turn stands
-from the store (through a :class:`TurnSession`) and does the next step, so a turn interrupted
-by a crash continues exactly where its last committed message left it.
+starts fast. Every failure becomes a ``ModelError`` that says whether a retry can help.
 """
 
 from __future__ import annotations
@@ -14,14 +12,12 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, ModelError
+from ..errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
-    from .config import ModelSettings
-    from .db.records import StoredMessage
-    from .tools import Tool, ToolContext, ToolRegistry, ToolResult
+    from ..config import ModelSettings
 
 logger = logging.getLogger(__name__)
 
@@ -239,134 +235,3 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, parsed.timestamp() - time.time())
-
-
-# -- the turn loop -----------------------------------------------------------------------------
-
-
-class TurnSession(Protocol):
-    """What the loop needs from the processor: the store's view of one turn."""
-
-    def system(self) -> list[dict[str, Any]]: ...
-
-    def history(self) -> list[dict[str, Any]]: ...
-
-    def turn_messages(self) -> list[StoredMessage]: ...
-
-    def started_tools(self) -> dict[str, int]: ...
-
-    def record_assistant(self, reply: ModelReply) -> None: ...
-
-    def record_tool_start(self, block: dict[str, Any]) -> None: ...
-
-    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None: ...
-
-    def tool_context(self, block: dict[str, Any]) -> ToolContext: ...
-
-    def check_stop(self) -> None: ...
-
-    def trim_history(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    text: str
-    note: str | None = None
-
-
-class Agent:
-    """Runs turns: model call, tools, model call... until a reply without tool calls."""
-
-    def __init__(
-        self,
-        client: ModelClient,
-        tools: ToolRegistry,
-        *,
-        max_tool_iterations: int,
-    ) -> None:
-        self.client = client
-        self.tools = tools
-        self.max_tool_iterations = max_tool_iterations
-
-    def run(self, session: TurnSession) -> TurnOutcome:
-        trimmed = False
-        while True:
-            session.check_stop()
-            messages = session.turn_messages()
-            last = messages[-1]
-            if last.kind == "assistant":
-                missing = _unanswered(last, messages)
-                if missing:
-                    for block in missing:
-                        session.check_stop()
-                        self._run_tool(session, block)
-                    continue
-                if not last.tool_uses:
-                    return TurnOutcome(text=last.text.strip())
-            rounds = sum(1 for m in messages if m.kind == "assistant" and m.tool_uses)
-            if rounds >= self.max_tool_iterations:
-                return self._capped(messages)
-            try:
-                reply = self.client.complete(
-                    system=session.system(),
-                    messages=session.history(),
-                    tools=self.tools.specs(),
-                )
-            except ModelError as exc:
-                if exc.prompt_too_long and not trimmed and session.trim_history():
-                    logger.warning("prompt too long; retrying once with older history trimmed")
-                    trimmed = True
-                    continue
-                raise
-            session.record_assistant(_complete_blocks(reply))
-
-    def _run_tool(self, session: TurnSession, block: dict[str, Any]) -> None:
-        from .tools import ToolResult
-
-        tool: Tool | None = self.tools.get(block["name"])
-        if tool is None:
-            session.record_tool_result(
-                block, ToolResult(f"Error: unknown tool {block['name']!r}", is_error=True)
-            )
-            return
-        if block["id"] in session.started_tools() and not tool.idempotent:
-            logger.warning(
-                "tool %s (%s) was interrupted by a stop; reporting an unknown "
-                "outcome instead of running it again",
-                tool.name,
-                block["id"],
-            )
-            session.record_tool_result(block, ToolResult(IN_DOUBT, is_error=True))
-            return
-        session.record_tool_start(block)
-        result = tool.call(block.get("input", {}), session.tool_context(block))
-        session.record_tool_result(block, result)
-
-    def _capped(self, messages: list[StoredMessage]) -> TurnOutcome:
-        said = next((m.text for m in reversed(messages) if m.kind == "assistant" and m.text), "")
-        note = f"stopped after {self.max_tool_iterations} tool rounds (max_tool_iterations)"
-        text = (said + "\n\n" if said else "") + (
-            f"(I stopped after {self.max_tool_iterations} rounds of tool use without finishing.)"
-        )
-        return TurnOutcome(text=text.strip(), note=note)
-
-
-def _unanswered(assistant: StoredMessage, messages: list[StoredMessage]) -> list[dict[str, Any]]:
-    """The tool_use blocks of the last assistant message that have no stored result yet."""
-    answered = {m.tool_use_id for m in messages if m.kind == "tool_result"}
-    return [b for b in assistant.tool_uses if b["id"] not in answered]
-
-
-def _complete_blocks(reply: ModelReply) -> ModelReply:
-    """Drop tool calls from a reply that was cut off: their input may be incomplete."""
-    if reply.stop_reason == "tool_use":
-        return reply
-    if any(b.get("type") == "tool_use" for b in reply.content):
-        logger.warning("reply stopped with %s; ignoring its tool calls", reply.stop_reason)
-        content = [b for b in reply.content if b.get("type") != "tool_use"]
-        return ModelReply(
-            content=content or [{"type": "text", "text": ""}],
-            stop_reason=reply.stop_reason,
-            usage=reply.usage,
-        )
-    return reply

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import ModelError
+from ..errors import ModelError
 from .prompts import (
     SUMMARY_REQUEST,
     SUMMARY_SYSTEM,
@@ -30,11 +30,11 @@ from .prompts import (
 )
 
 if TYPE_CHECKING:
-    from .agent import ModelClient
-    from .config import TitleSettings
-    from .db.events import EventLog
-    from .db.records import Conversation
-    from .db.store import Store
+    from ..config import TitleSettings
+    from ..db.events import EventLog
+    from ..db.records import Conversation
+    from ..db.store import Store
+    from .client import ModelClient
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .db.records import StoredMessage
+from ..db.records import StoredMessage
 
 NOT_RUN = "Error: this tool call was never run; the turn ended before it could run."
 

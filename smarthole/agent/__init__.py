@@ -1,0 +1,2 @@
+"""The agent: the model client (the only importer of anthropic), the tool loop, history,
+prompts and titles."""
