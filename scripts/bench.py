@@ -26,7 +26,7 @@ from smarthole.db.store import Store
 from smarthole.formats import dumps_toml, utc_now
 from smarthole.fsutil import atomic_write
 from smarthole.home import Home
-from smarthole.message import render_message_file
+from smarthole.pipeline.message import render_message_file
 from smarthole.testing import FakeMessagesAPI, echo
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from smarthole.formats import dumps_toml
 from smarthole.home import Home
-from smarthole.inbox import drop_message
+from smarthole.pipeline.inbox import drop_message
 from smarthole.testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
 
 TEST_PLUGINS = Path(__file__).resolve().parent.parent / "tests" / "plugins"

@@ -19,7 +19,7 @@ from .db.outbox import OutboxItem, OutboxRecord
 from .db.store import Store
 from .errors import DaemonError
 from .home import Home, holder
-from .inbox import drop_message
+from .pipeline.inbox import drop_message
 
 logger = logging.getLogger(__name__)
 

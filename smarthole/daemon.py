@@ -32,9 +32,9 @@ from .db.pending import PendingQuestions
 from .db.store import Store
 from .formats import Clock, utc_now
 from .home import Home, HomeLock
-from .inbox import Inbox, Watcher
-from .outbox import Outbox
-from .processor import Processor
+from .pipeline.inbox import Inbox, Watcher
+from .pipeline.outbox import Outbox
+from .pipeline.processor import Processor
 from .signals import STOP_SIGNALS, Signals, capture_signals
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from .agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from .daemon import Daemon
 from .formats import dumps_toml
 from .home import Home
-from .inbox import drop_message
+from .pipeline.inbox import drop_message
 from .testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
 
 QUESTION = "Which list should I add milk to: groceries or the party list?"

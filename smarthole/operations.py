@@ -42,7 +42,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         ("deferred", "deferred"),
     ):
         report[key] = [_entry(e) for e in ledger.by_status(status)]
-    from .inbox import read_stranded
+    from .pipeline.stranded import read_stranded
 
     report["stranded"] = read_stranded(home)
     report["duplicates_skipped"] = ledger.duplicates_skipped()
@@ -147,7 +147,7 @@ def _resolve(ledger: Ledger, wanted: str) -> LedgerEntry:
 
 def _redrive(home: Home, ledger: Ledger, entry: LedgerEntry) -> str:
     """Move a dead message's file back into the inbox; claiming it requeues the message."""
-    from .inbox import drop_message
+    from .pipeline.inbox import drop_message
 
     ledger.set_status(entry.id, "redrive")
     source = entry.failed_path

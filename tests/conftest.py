@@ -22,7 +22,7 @@ from smarthole import plugins as plugins_module
 from smarthole.daemon import Daemon
 from smarthole.formats import dumps_toml
 from smarthole.home import Home
-from smarthole.inbox import drop_message
+from smarthole.pipeline.inbox import drop_message
 from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI
 

@@ -9,7 +9,7 @@ import pytest
 
 from smarthole.db.records import Message
 from smarthole.errors import MessageError
-from smarthole.message import parse_message, render_message_file
+from smarthole.pipeline.message import parse_message, render_message_file
 
 MTIME = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 

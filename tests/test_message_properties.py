@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from smarthole.db.records import Message
 from smarthole.errors import MessageError
-from smarthole.message import parse_message
+from smarthole.pipeline.message import parse_message
 
 MTIME = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 

@@ -189,7 +189,7 @@ def disk_error(*args, **kwargs):
     ("target", "fault", "shown"),
     [
         ("smarthole.db.ledger.Ledger.admit", database_locked, "database is locked"),
-        ("smarthole.inbox.read_regular_file", disk_error, "Input/output error"),
+        ("smarthole.pipeline.inbox.read_regular_file", disk_error, "Input/output error"),
     ],
 )
 def test_a_fault_after_the_claim_is_retried_without_a_restart(
@@ -308,7 +308,7 @@ def test_a_file_written_in_place_is_taken_only_once_its_writer_closes_it(home, f
 
 def test_without_a_way_to_tell_a_file_waits_until_it_has_settled(home, fake, env, monkeypatch):
     write_config(home, inbox={"rescan_seconds": 0.5, "settle_seconds": 0.4})
-    monkeypatch.setattr("smarthole.inbox.open_for_writing", lambda path: None)
+    monkeypatch.setattr("smarthole.pipeline.watch.open_for_writing", lambda path: None)
     fake.default = text("got it")
     with live(home, env):
         path = home / "inbox" / "fresh.txt"

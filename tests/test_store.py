@@ -14,7 +14,7 @@ from smarthole.db.pending import PendingQuestion, PendingQuestions
 from smarthole.db.records import StoredMessage
 from smarthole.db.store import Store
 from smarthole.errors import CorruptStoreError
-from smarthole.message import parse_message
+from smarthole.pipeline.message import parse_message
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .db.outbox import KINDS, OutboxItem, OutboxRecord
-from .formats import new_id
-from .fsutil import atomic_write
+from ..db.outbox import KINDS, OutboxItem, OutboxRecord
+from ..formats import new_id
+from ..fsutil import atomic_write
 
 if TYPE_CHECKING:
-    from .db.events import EventLog
-    from .db.store import Store
-    from .home import Home
-    from .plugins import Plugins
+    from ..db.events import EventLog
+    from ..db.store import Store
+    from ..home import Home
+    from ..plugins import Plugins
 
 logger = logging.getLogger(__name__)
 

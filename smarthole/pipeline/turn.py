@@ -13,18 +13,18 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .agent.history import to_api_messages
-from .tools import ToolContext
+from ..agent.history import to_api_messages
+from ..tools import ToolContext
 
 if TYPE_CHECKING:
-    from .agent.client import ModelReply
-    from .app import App
-    from .db.events import EventLog
-    from .db.ledger import LedgerEntry
-    from .db.outbox import OutboxItem
-    from .db.records import Conversation, StoredMessage
+    from ..agent.client import ModelReply
+    from ..app import App
+    from ..db.events import EventLog
+    from ..db.ledger import LedgerEntry
+    from ..db.outbox import OutboxItem
+    from ..db.records import Conversation, StoredMessage
+    from ..tools import ToolResult
     from .outbox import Outbox
-    from .tools import ToolResult
 
 API_KINDS = ("user", "assistant", "tool_result")
 

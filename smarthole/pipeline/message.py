@@ -16,9 +16,9 @@ from datetime import UTC, date, datetime, time
 from pathlib import PurePath
 from typing import Any
 
-from .db.records import Message
-from .errors import ConfigError, MessageError
-from .formats import (
+from ..db.records import Message
+from ..errors import ConfigError, MessageError
+from ..formats import (
     FRONT_MATTER_FENCE,
     content_hash,
     derive_id,

@@ -15,21 +15,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .agent.prompts import system_prompt
-from .conversations import Conversations
-from .db.pending import PendingQuestion, PendingQuestions
-from .db.records import Conversation
-from .errors import LookupFailed, MessageError, ModelError
-from .formats import iso
+from ..agent.prompts import system_prompt
+from ..conversations import Conversations
+from ..db.pending import PendingQuestion, PendingQuestions
+from ..db.records import Conversation
+from ..errors import LookupFailed, MessageError, ModelError
+from ..formats import iso
 from .turn import TurnInterrupted, TurnRun
 
 if TYPE_CHECKING:
-    from .agent.loop import Agent, TurnOutcome
-    from .agent.titles import Titler
-    from .app import App
-    from .db.events import EventLog
-    from .db.ledger import Ledger, LedgerEntry
-    from .db.records import StoredMessage
+    from ..agent.loop import Agent, TurnOutcome
+    from ..agent.titles import Titler
+    from ..app import App
+    from ..db.events import EventLog
+    from ..db.ledger import Ledger, LedgerEntry
+    from ..db.records import StoredMessage
     from .inbox import Inbox
     from .outbox import Outbox
 

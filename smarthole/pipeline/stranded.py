@@ -1,0 +1,120 @@
+"""Stranded claims: files claimed from the inbox that a fault kept out of the ledger.
+
+A disk or database fault (EIO, a full disk, a locked database) between the claim and the
+ledger leaves the file in ``.smarthole/claimed/``. It is retried with backoff without a
+restart, and reported to ``smarthole status`` (another process) through a small JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..formats import display_name, iso
+from ..fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from ..home import Home
+
+logger = logging.getLogger(__name__)
+
+FIRST_DELAY = 0.5
+MAX_DELAY = 60.0
+
+
+@dataclass
+class StrandedClaim:
+    """A claimed file that a fault of the disk or the database kept out of the ledger."""
+
+    file: str
+    source_name: str
+    attempts: int
+    last_error: str
+    since: str
+    next_attempt_at: str
+    retry_at: float = field(default=0.0, repr=False)  # time.monotonic(); not reported
+    name: str = field(default="", repr=False)  # the inbox name as the system gave it
+
+    def shown(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["retry_at"], data["name"]
+        return data
+
+
+def read_stranded(home: Home) -> list[dict[str, Any]]:
+    """The stranded claims a daemon last reported for ``home`` (for ``smarthole status``)."""
+    try:
+        items = json.loads(home.stranded_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [item for item in items if isinstance(item, dict) and Path(item["file"]).exists()]
+
+
+class StrandedClaims:
+    """The stranded claims of one daemon, with their backoff."""
+
+    def __init__(self, report: Path) -> None:
+        self.report = report
+        self._claims: dict[Path, StrandedClaim] = {}
+
+    def add(self, claimed: Path, name: str, exc: Exception) -> None:
+        error = " ".join(str(exc).split()) or type(exc).__name__
+        previous = self._claims.get(claimed)
+        attempts = previous.attempts + 1 if previous else 1
+        delay = min(FIRST_DELAY * 2 ** (attempts - 1), MAX_DELAY)
+        now = datetime.now(UTC)
+        self._claims[claimed] = StrandedClaim(
+            file=str(claimed),
+            source_name=display_name(name),
+            attempts=attempts,
+            last_error=f"{type(exc).__name__}: {error}",
+            since=previous.since if previous else iso(now),
+            next_attempt_at=iso(now + timedelta(seconds=delay)),
+            retry_at=time.monotonic() + delay,
+            name=name,
+        )
+        logger.error(
+            "claimed %s but could not take it in (%s: %s); trying again in %.1fs",
+            display_name(name),
+            type(exc).__name__,
+            error,
+            delay,
+        )
+        self.save()
+
+    def discard(self, claimed: Path) -> None:
+        if self._claims.pop(claimed, None) is not None:
+            logger.info("stranded claim %s is taken now", claimed.name)
+            self.save()
+
+    def due(self) -> list[StrandedClaim]:
+        """The claims to try again now; a file that has gone is forgotten."""
+        now = time.monotonic()
+        gone = [path for path in self._claims if not path.exists()]
+        for path in gone:
+            del self._claims[path]
+        if gone:
+            self.save()
+        return [claim for claim in self._claims.values() if claim.retry_at <= now]
+
+    def next_at(self) -> float | None:
+        return min((claim.retry_at for claim in self._claims.values()), default=None)
+
+    def all(self) -> list[StrandedClaim]:
+        return list(self._claims.values())
+
+    def save(self) -> None:
+        """Tell ``smarthole status`` what is stranded; best effort."""
+        try:
+            if not self._claims:
+                self.report.unlink(missing_ok=True)
+                return
+            items = [claim.shown() for claim in self._claims.values()]
+            atomic_write(self.report, json.dumps(items, indent=1).encode())
+        except OSError as exc:  # the disk that stranded the claim may refuse this too
+            logger.debug("cannot write %s: %s", self.report, exc)

@@ -1,0 +1,156 @@
+"""What is in the inbox folder, which of it is ready to claim, and the watcher that wakes us.
+
+Filesystem events (watchdog, the only importer of it) are hints that wake the daemon; a scan
+of the folder is the truth. Writers rename finished files into ``inbox/``; dotfiles and names
+ending ``.tmp`` or ``.part`` are someone's work in progress and are left alone, as are
+folders. A file written in place is ready once its writer has closed it (Linux tells through a
+read lease); elsewhere, or for a file another user owns, once it has not changed for
+``settle_seconds``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..fsutil import open_for_writing
+
+if TYPE_CHECKING:
+    from ..config import InboxSettings
+
+IGNORED_SUFFIXES = (".tmp", ".part")
+
+
+def is_candidate(name: str) -> bool:
+    """Whether an inbox entry name is a message to claim (not a temp file or a dotfile)."""
+    return not name.startswith(".") and not name.lower().endswith(IGNORED_SUFFIXES)
+
+
+@dataclass(frozen=True, order=True)
+class InboxEntry:
+    """An inbox entry seen by a scan; entries sort oldest first, then by name."""
+
+    mtime_ns: int
+    name: str
+    regular: bool
+    linked: bool  # a regular file with more than one name
+    ctime_ns: int
+
+
+class InboxFolder:
+    """Scans ``inbox/`` and says which entries a claim may take now."""
+
+    def __init__(self, folder: Path, settings: InboxSettings) -> None:
+        self.folder = folder
+        self.settings = settings
+        self._unclaimable: dict[str, int] = {}  # inbox name -> mtime_ns when its rename failed
+        self._recheck_at: float | None = None  # time.monotonic() to look at settling files again
+
+    def start_pass(self) -> None:
+        """A new look at the folder: forget when settling files wanted another look."""
+        self._recheck_at = None
+
+    def refused(self, name: str, mtime_ns: int | None) -> bool:
+        """The folder would not let ``name`` go; returns whether this is news."""
+        news = name not in self._unclaimable
+        self._unclaimable[name] = mtime_ns if mtime_ns is not None else -1
+        return news
+
+    def taken(self, name: str) -> None:
+        self._unclaimable.pop(name, None)
+
+    def next_recheck(self) -> float | None:
+        return self._recheck_at
+
+    def pending_names(self) -> list[str]:
+        """Inbox entries that look like messages, oldest first (by mtime, then name)."""
+        return [entry.name for entry in self.scan()]
+
+    def claimable_names(self) -> list[str]:
+        """Pending names that a claim could take now: ready, and not refused by the folder."""
+        return [entry.name for entry in self.scan() if self.claimable(entry)]
+
+    def has_work(self) -> bool:
+        """For ``--once``: a file a claim could take now, or once it has settled.
+
+        A file still open for writing, or one the folder refuses to let go, does not count:
+        ``--once`` must not wait on another program.
+        """
+        self._recheck_at = None
+        return bool(self.claimable_names()) or self._recheck_at is not None
+
+    def scan(self) -> list[InboxEntry]:
+        entries = []
+        try:
+            with os.scandir(self.folder) as scan:
+                for entry in scan:
+                    if not is_candidate(entry.name):
+                        continue
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    if stat.S_ISDIR(info.st_mode):
+                        continue
+                    regular = stat.S_ISREG(info.st_mode)
+                    linked = regular and info.st_nlink > 1
+                    entries.append(
+                        InboxEntry(info.st_mtime_ns, entry.name, regular, linked, info.st_ctime_ns)
+                    )
+        except FileNotFoundError:
+            return []
+        return sorted(entries)
+
+    def claimable(self, entry: InboxEntry) -> bool:
+        if self._unclaimable.get(entry.name) == entry.mtime_ns:
+            return False  # its rename failed and it has not changed since
+        if entry.linked and self._settling(entry.ctime_ns):
+            # A writer that links its temp file into place (an exclusive write) unlinks the
+            # temp name a moment later; a file that keeps two names is set aside after this.
+            return False
+        # Anything but a regular file is claimed at once, to be set aside with its reason.
+        return not entry.regular or self._ready(entry.name, entry.mtime_ns)
+
+    def _ready(self, name: str, mtime_ns: int) -> bool:
+        """Whether the writer of ``inbox/name`` is done with it."""
+        busy = open_for_writing(self.folder / name)
+        if busy is not None:
+            return not busy  # still open: its close is an inotify event that wakes the daemon
+        return not self._settling(mtime_ns)
+
+    def _settling(self, changed_ns: int) -> bool:
+        """Whether a change at ``changed_ns`` is too recent to trust; if so, look again later."""
+        wait = changed_ns / 1e9 + self.settings.settle_seconds - time.time()
+        if wait <= 0:
+            return False
+        recheck = time.monotonic() + wait
+        self._recheck_at = min(self._recheck_at or recheck, recheck)
+        return True
+
+
+class Watcher:
+    """Wakes the daemon on any change in the inbox folder (watchdog)."""
+
+    def __init__(self, folder: Path, wake: Callable[[], None]) -> None:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                wake()
+
+        self._observer = Observer()
+        self._observer.daemon = True
+        self._observer.schedule(Handler(), str(folder), recursive=False)
+
+    def start(self) -> None:
+        self._observer.start()
+
+    def stop(self) -> None:
+        self._observer.stop()
+        self._observer.join(timeout=5)
