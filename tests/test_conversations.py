@@ -16,7 +16,7 @@ from conftest import db, drop, finals, run_once, smarthole, wait_for, write_conf
 
 from smarthole.agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from smarthole.cli import main
-from smarthole.display import relative_time
+from smarthole.cli.render import relative_time
 from smarthole.testing import error, hold, server_error, text, tool_use
 
 REQUIRED_EVENT_KEYS = {"type", "at", "conversation", "channel", "turn", "message_id"}

@@ -12,9 +12,9 @@ from conftest import drop, finals, smarthole, wait_for, write_config
 
 from smarthole import hookimpl
 from smarthole.daemon import Daemon
+from smarthole.daemon.signals import capture_signals
 from smarthole.errors import ConfigError, PluginError
 from smarthole.home import Home
-from smarthole.signals import capture_signals
 from smarthole.testing import hold, text
 
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from .db.outbox import OutboxItem, OutboxRecord
-from .db.store import Store
-from .errors import DaemonError
-from .home import Home, holder
-from .pipeline.inbox import drop_message
+from ..db.outbox import OutboxItem, OutboxRecord
+from ..db.store import Store
+from ..errors import DaemonError
+from ..home import Home, holder
+from ..pipeline.inbox import drop_message
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class InProcessDaemon:
     """A daemon in a background thread, for a chat when none is running."""
 
     def __init__(self, home: Home) -> None:
-        from .daemon import Daemon
+        from ..daemon import Daemon
 
         self.daemon = Daemon(home, handle_signals=False)
         self.error: BaseException | None = None

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
-from .daemon import Daemon
-from .formats import dumps_toml
-from .home import Home
-from .pipeline.inbox import drop_message
-from .testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
+from ..agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
+from ..daemon import Daemon
+from ..formats import dumps_toml
+from ..home import Home
+from ..pipeline.inbox import drop_message
+from ..testing import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
 
 QUESTION = "Which list should I add milk to: groceries or the party list?"
 EXCHANGE = (("m-demo-1", "Add milk to my list, please."), ("m-demo-2", "Groceries."))
@@ -95,7 +95,7 @@ def _show_replies(
 
 
 def _is_final_reply(content: str, message_id: str) -> bool:
-    from .formats import loads_toml
+    from ..formats import loads_toml
 
     header = content.split("+++\n")[1]
     fields: dict[str, Any] = loads_toml(header, source="outbox")

@@ -18,13 +18,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ..errors import LookupFailed
+from ..home import Home
 from .commands import _home, _now, _store, preflight
-from .errors import LookupFailed
-from .home import Home
 
 if TYPE_CHECKING:
-    from .chat import ChatSession
-    from .db.store import Store
+    from ..db.store import Store
+    from .mailbox import ChatSession
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +44,8 @@ def chat(args: argparse.Namespace) -> int:
 
 
 def resume(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
-    from .display import conversation_list
+    from ..conversations import Conversations
+    from .render import conversation_list
 
     home = _home(args)
     store = _store(home)
@@ -72,7 +72,7 @@ def resume(args: argparse.Namespace) -> int:
 
 
 def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
-    from .conversations import Conversations
+    from ..conversations import Conversations
 
     conversations = Conversations(store)
     if args.conversation:
@@ -91,7 +91,7 @@ def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, st
 def _chat(
     home: Home, store: Store, channel: str, conversation_id: str | None, *, timeout: float
 ) -> int:
-    from .chat import ChatSession, InProcessDaemon, daemon_running
+    from .mailbox import ChatSession, InProcessDaemon, daemon_running
 
     local_daemon = None
     if not daemon_running(home):
@@ -144,7 +144,7 @@ def _talk(session: ChatSession) -> int:
 
 def _mark_untitled(session: ChatSession) -> None:
     """A chat that ended (not one still waiting for a reply) before it got a title."""
-    from .conversations import Conversations
+    from ..conversations import Conversations
 
     conversation_id = session.current_conversation()
     if conversation_id:

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
-from .errors import (
+from .. import __version__
+from ..errors import (
     AlreadyRunning,
     ConfigError,
     DaemonError,
@@ -72,7 +72,7 @@ def configure_logging(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import commands, interactive
+    from . import chat, commands
 
     parser = argparse.ArgumentParser(
         prog="smarthole",
@@ -136,10 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("show", commands.show, "print a conversation's transcript")
     p.add_argument("id", metavar="ID")
 
-    p = command("resume", interactive.resume, "pick a conversation and continue it in chat")
+    p = command("resume", chat.resume, "pick a conversation and continue it in chat")
     p.add_argument("id", nargs="?", metavar="ID")
 
-    p = command("chat", interactive.chat, "talk to the agent in this terminal")
+    p = command("chat", chat.chat, "talk to the agent in this terminal")
     p.add_argument("--channel", metavar="C", default=None)
     target = p.add_mutually_exclusive_group()
     target.add_argument("--conversation", metavar="ID")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .conversations import ConversationView
-from .db.events import Event
-from .db.outbox import OutboxItem
-from .db.records import Conversation, StoredMessage, Turn
+from ..conversations import ConversationView
+from ..db.events import Event
+from ..db.outbox import OutboxItem
+from ..db.records import Conversation, StoredMessage, Turn
 
 
 def relative_time(then: datetime, now: datetime) -> str:

@@ -11,13 +11,13 @@ import logging
 import stat
 from typing import Any
 
-from .db.ledger import Ledger, LedgerEntry
-from .db.pending import PendingQuestions
-from .db.records import unique_match
-from .db.store import Store
-from .formats import iso
-from .fsutil import move_durably, unique_path
-from .home import Home, holder
+from ..db.ledger import Ledger, LedgerEntry
+from ..db.pending import PendingQuestions
+from ..db.records import unique_match
+from ..db.store import Store
+from ..formats import iso
+from ..fsutil import move_durably, unique_path
+from ..home import Home, holder
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         ("deferred", "deferred"),
     ):
         report[key] = [_entry(e) for e in ledger.by_status(status)]
-    from .pipeline.stranded import read_stranded
+    from ..pipeline.stranded import read_stranded
 
     report["stranded"] = read_stranded(home)
     report["duplicates_skipped"] = ledger.duplicates_skipped()
@@ -147,7 +147,7 @@ def _resolve(ledger: Ledger, wanted: str) -> LedgerEntry:
 
 def _redrive(home: Home, ledger: Ledger, entry: LedgerEntry) -> str:
     """Move a dead message's file back into the inbox; claiming it requeues the message."""
-    from .pipeline.inbox import drop_message
+    from ..pipeline.inbox import drop_message
 
     ledger.set_status(entry.id, "redrive")
     source = entry.failed_path

@@ -11,13 +11,13 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .config import write_default_config
-from .errors import ConfigError, MessageError
-from .home import Home
+from ..config import write_default_config
+from ..errors import ConfigError, MessageError
+from ..home import Home
 
 if TYPE_CHECKING:
-    from .db.events import Event, EventLog
-    from .db.store import Store
+    from ..db.events import Event, EventLog
+    from ..db.store import Store
 
 FOLLOW_POLL_SECONDS = 0.2
 NOT_RUNNING = 3  # `status` when the daemon is down (the LSB and systemctl convention)
@@ -33,15 +33,15 @@ def _home(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
 
 
 def _store(home: Home) -> Store:
-    from .db.store import Store
-    from .formats import utc_now
+    from ..db.store import Store
+    from ..formats import utc_now
 
     home.state.mkdir(parents=True, exist_ok=True)
     return Store.open(home.database, clock=utc_now)
 
 
 def _now() -> Any:
-    from .formats import utc_now
+    from ..formats import utc_now
 
     return utc_now()
 
@@ -78,15 +78,15 @@ def preflight(home: Home) -> None:
     """Fail before anything starts if the config is bad or there is no API key."""
     import os
 
-    from .agent.client import ModelClient
-    from .config import load_config
+    from ..agent.client import ModelClient
+    from ..config import load_config
 
     config = load_config(home)
     ModelClient.from_environment(config.model, os.environ).close()
 
 
 def run(args: argparse.Namespace) -> int:
-    from .daemon import Daemon
+    from ..daemon import Daemon
 
     home = _home(args)
     preflight(home)
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def send(args: argparse.Namespace) -> int:
-    from .chat import Mailbox
+    from .mailbox import Mailbox
 
     home = _home(args)
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
@@ -113,7 +113,7 @@ def send(args: argparse.Namespace) -> int:
     try:
         conversation = args.conversation
         if conversation is not None:
-            from .conversations import Conversations
+            from ..conversations import Conversations
 
             conversation = Conversations(store).get(conversation).id  # fail now, not at timeout
         mailbox = Mailbox(home, store)
@@ -152,8 +152,8 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    from .display import status_text
-    from .operations import status_report
+    from .admin import status_report
+    from .render import status_text
 
     home = _home(args)
     store = _store(home)
@@ -169,7 +169,7 @@ def status(args: argparse.Namespace) -> int:
 
 
 def retry(args: argparse.Namespace) -> int:
-    from .operations import retry as retry_messages
+    from .admin import retry as retry_messages
 
     if not args.ids and not args.all:
         raise ConfigError("name message ids to retry, or use --all")
@@ -190,8 +190,8 @@ def retry(args: argparse.Namespace) -> int:
 
 
 def conversations(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
-    from .display import conversation_list
+    from ..conversations import Conversations
+    from .render import conversation_list
 
     store = _store(_home(args))
     try:
@@ -210,9 +210,9 @@ def conversations(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
-    from .db.outbox import OutboxRecord
-    from .display import transcript
+    from ..conversations import Conversations
+    from ..db.outbox import OutboxRecord
+    from .render import transcript
 
     home = _home(args)
     store = _store(home)
@@ -232,9 +232,9 @@ def show(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
-    from .db.outbox import OutboxRecord
-    from .display import export_markdown
+    from ..conversations import Conversations
+    from ..db.outbox import OutboxRecord
+    from .render import export_markdown
 
     home = _home(args)
     store = _store(home)
@@ -251,7 +251,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def rename(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
+    from ..conversations import Conversations
 
     store = _store(_home(args))
     try:
@@ -263,7 +263,7 @@ def rename(args: argparse.Namespace) -> int:
 
 
 def new(args: argparse.Namespace) -> int:
-    from .conversations import Conversations
+    from ..conversations import Conversations
 
     home = _home(args)
     store = _store(home)
@@ -288,11 +288,11 @@ def _summarise_now(home: Home, store: Store) -> None:
     """Write due summaries here when no daemon will (no daemon running, and a key is set)."""
     import os
 
-    from .agent.client import API_KEY_ENV, ModelClient
-    from .agent.titles import Titler
-    from .chat import daemon_running
-    from .config import load_config
-    from .db.events import EventLog
+    from ..agent.client import API_KEY_ENV, ModelClient
+    from ..agent.titles import Titler
+    from ..config import load_config
+    from ..db.events import EventLog
+    from .mailbox import daemon_running
 
     if daemon_running(home) or not os.environ.get(API_KEY_ENV, "").strip():
         return  # the daemon writes it (now, or when it next starts)
@@ -305,8 +305,8 @@ def _summarise_now(home: Home, store: Store) -> None:
 
 
 def prune(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .conversations import Conversations
+    from ..config import load_config
+    from ..conversations import Conversations
 
     home = _home(args)
     limit = load_config(home).conversation.max_retained
@@ -328,13 +328,13 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace) -> int:
-    from .db.events import EventLog
+    from ..db.events import EventLog
 
     store = _store(_home(args))
     try:
         conversation = None
         if args.conversation:
-            from .conversations import Conversations
+            from ..conversations import Conversations
 
             conversation = Conversations(store).get(args.conversation).id
         log = EventLog(store)
@@ -350,7 +350,7 @@ def events(args: argparse.Namespace) -> int:
 
 def _follow_events(log: EventLog, last_id: int, conversation: str | None, *, as_json: bool) -> int:
     """Print new events until Ctrl-C; returns 130 (the handler only records the signal)."""
-    from .signals import INTERRUPT_SIGNALS, capture_signals
+    from ..daemon.signals import INTERRUPT_SIGNALS, capture_signals
 
     with capture_signals(signals=INTERRUPT_SIGNALS) as captured:
         while not captured.stop.wait(FOLLOW_POLL_SECONDS):
@@ -361,7 +361,7 @@ def _follow_events(log: EventLog, last_id: int, conversation: str | None, *, as_
 
 def _print_events(batch: list[Event], last_id: int, *, as_json: bool) -> int:
     """Print ``batch``; returns the highest event id printed so far."""
-    from .display import event_line
+    from .render import event_line
 
     for event in batch:
         line = json.dumps(event.as_dict(), ensure_ascii=False) if as_json else event_line(event)
@@ -371,7 +371,7 @@ def _print_events(batch: list[Event], last_id: int, *, as_json: bool) -> int:
 
 
 def plugins(args: argparse.Namespace) -> int:
-    from .app import App
+    from ..app import App
 
     app = App.load(_home(args))
     listing: list[dict[str, Any]] = []

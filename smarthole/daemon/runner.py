@@ -3,10 +3,11 @@
 The main loop claims inbox files (woken by watchdog, and by a periodic rescan), then hands the
 head message of each idle channel to a worker thread. A channel's messages run strictly in
 order; different channels run at the same time. A deferred message waits in the database, not
-in a worker. Signals are owned by :func:`smarthole.signals.capture_signals` from the first step
-of start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops claiming,
-in-flight turns stop at their next committed boundary (within ``shutdown_grace_seconds``), and
-whatever was cut off resumes on the next start; a second signal forces an immediate exit.
+in a worker. Signals are owned by :func:`smarthole.daemon.signals.capture_signals` from the
+first step of start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops
+claiming, in-flight turns stop at their next committed boundary (within
+``shutdown_grace_seconds``), and whatever was cut off resumes on the next start; a second
+signal forces an immediate exit.
 SIGHUP is logged and ignored (reloading is not supported yet).
 """
 
@@ -22,19 +23,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .agent.client import ModelClient
-from .agent.loop import Agent
-from .agent.titles import Titler
-from .app import App
-from .db.events import EventLog
-from .db.ledger import Ledger, LedgerEntry
-from .db.pending import PendingQuestions
-from .db.store import Store
-from .formats import Clock, utc_now
-from .home import Home, HomeLock
-from .pipeline.inbox import Inbox, Watcher
-from .pipeline.outbox import Outbox
-from .pipeline.processor import Processor
+from ..agent.client import ModelClient
+from ..agent.loop import Agent
+from ..agent.titles import Titler
+from ..app import App
+from ..db.events import EventLog
+from ..db.ledger import Ledger, LedgerEntry
+from ..db.pending import PendingQuestions
+from ..db.store import Store
+from ..formats import Clock, utc_now
+from ..home import Home, HomeLock
+from ..pipeline.inbox import Inbox, Watcher
+from ..pipeline.outbox import Outbox
+from ..pipeline.processor import Processor
 from .signals import STOP_SIGNALS, Signals, capture_signals
 
 logger = logging.getLogger(__name__)
