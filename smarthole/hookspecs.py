@@ -18,19 +18,51 @@ always accept them by name. The docs (``docs/plugins.md``) have a section for ea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
-    from .app import App
+    from .config import Config
     from .db.events import Event
     from .db.outbox import OutboxItem
+    from .db.plugindata import PluginData
     from .db.records import Conversation, Message, StoredMessage
+    from .db.store import Store
+    from .home import Home
 
 hookspec = pluggy.HookspecMarker("smarthole")
+
+
+class PluginApp(Protocol):
+    """What hooks (and tools, through ``ToolContext.app``) receive as ``app``.
+
+    The daemon's application object has more; this is the part plugins may rely on.
+    """
+
+    home: Home
+    config: Config
+
+    @property
+    def store(self) -> Store:
+        """The home's database (opened on first use)."""
+        ...
+
+    def settings(self, plugin_name: str) -> Any:
+        """A plugin's validated ``[plugins.<name>]`` settings (see ``register_settings``)."""
+        ...
+
+    def plugin_data(self, plugin_name: str) -> PluginData:
+        """A plugin's own key-value store, kept in the database."""
+        ...
+
+    def now(self) -> datetime:
+        """The current time (UTC), as the daemon's clock sees it."""
+        ...
+
 
 STRICT_HOOKS = frozenset({"register_tools", "register_settings", "startup"})
 """Hooks whose failure stops startup with a ``PluginError`` naming the plugin.
@@ -41,7 +73,7 @@ and returns nothing, and the other implementations still run.
 
 
 @hookspec
-def register_tools(register: Callable[..., Any], app: App) -> None:
+def register_tools(register: Callable[..., Any], app: PluginApp) -> None:
     """Register tools the agent may call.
 
     A tool is a typed Python function; its docstring's first paragraph is the description the
@@ -72,7 +104,7 @@ def register_settings(register: Callable[[str, type], None]) -> None:
 
 
 @hookspec
-def startup(app: App) -> None:
+def startup(app: PluginApp) -> None:
     """The daemon (or a CLI command that processes messages) is starting.
 
     Called once, after plugins are loaded and settings validated, before the first message is
@@ -84,7 +116,7 @@ def startup(app: App) -> None:
 
 
 @hookspec
-def shutdown(app: App) -> None:
+def shutdown(app: PluginApp) -> None:
     """The daemon is stopping, after in-flight turns finished or were safely abandoned.
 
     :param app: the running application.

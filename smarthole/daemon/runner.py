@@ -65,7 +65,7 @@ class Runtime:
         stop: threading.Event | None = None,
     ) -> Runtime:
         store = app.store
-        events = EventLog(store, app.plugins)
+        events = EventLog(store, lambda event: app.plugins.notify("event", event=event))
         ledger = Ledger(store)
         outbox = Outbox(app.home, store, app.plugins, events)
         inbox = Inbox(app.home, app.config.inbox, store, ledger, events, app.plugins)

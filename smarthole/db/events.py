@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ..formats import parse_time
 
 if TYPE_CHECKING:
-    from ..plugins import Plugins
     from .store import Store
 
 EVENT_TYPES = (
@@ -79,11 +79,11 @@ class Event:
 
 
 class EventLog:
-    """Appends events to the store and tells plugins once they are committed."""
+    """Appends events to the store, and tells ``on_event`` (the plugins) once committed."""
 
-    def __init__(self, store: Store, plugins: Plugins | None = None) -> None:
+    def __init__(self, store: Store, on_event: Callable[[Event], None] | None = None) -> None:
         self.store = store
-        self.plugins = plugins
+        self.on_event = on_event
 
     def emit(
         self,
@@ -124,9 +124,9 @@ class EventLog:
                 data=data,
                 id=cursor.lastrowid,
             )
-            if self.plugins is not None:
-                plugins = self.plugins
-                self.store.after_commit(lambda: plugins.notify("event", event=event))
+            if self.on_event is not None:
+                on_event = self.on_event
+                self.store.after_commit(lambda: on_event(event))
         return event
 
     def since(

@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .connection import Database
 
 logger = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ _MISSING = object()
 class PluginData:
     """JSON values of one plugin, one row per key, each write its own transaction."""
 
-    def __init__(self, store: Store, plugin: str) -> None:
+    def __init__(self, store: Database, plugin: str) -> None:
         self.store = store
         self.plugin = plugin
 

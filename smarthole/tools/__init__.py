@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import PluginError, ToolError
 
 if TYPE_CHECKING:
-    from ..app import App
     from ..db.outbox import OutboxItem
+    from ..hookspecs import PluginApp
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class TurnControl(Protocol):
 class ToolContext:
     """Where a tool call happens: give a tool a parameter of this type to receive it."""
 
-    app: App
+    app: PluginApp
     conversation_id: str
     channel: str
     turn: int

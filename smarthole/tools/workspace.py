@@ -36,7 +36,7 @@ from .paths import Entry, WorkspacePaths
 from .search import FileMatch, glob_regex, search_text
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..hookspecs import PluginApp
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ Method = TypeVar("Method", bound=Callable[..., str])
 
 
 @hookimpl
-def register_tools(register: Callable[..., Any], app: App) -> None:
+def register_tools(register: Callable[..., Any], app: PluginApp) -> None:
     """Register the file tools over ``app.home.workspace`` (created if missing)."""
     settings = app.config.workspace
     workspace = Workspace(app.home.workspace, settings.protected, settings.max_write_bytes)

@@ -1,0 +1,159 @@
+"""The package's shape: imports point down the layers, SQL stays in db/, modules stay small.
+
+Layers, lowest first. A module may import from its own layer (without a cycle) and from any
+layer below; never from one above. Imports under ``TYPE_CHECKING`` and inside functions count:
+they are dependencies all the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
+
+# Lowest first. The plugin host (layer 2) is what plugins see: the hooks, the manager, the
+# tool registry and the application object, whose plugin-facing part is
+# ``hookspecs.PluginApp``. The built-in tools are ordinary plugins, so they sit on top; the
+# fake Messages API in ``testing`` depends on nothing of smarthole.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "fsutil", "formats", "home", "config", "testing"),
+    ("db",),
+    ("hookspecs", "plugins", "tools", "app"),
+    ("agent",),
+    ("pipeline", "conversations"),
+    ("daemon",),
+    (
+        "cli",
+        "__main__",
+        "tools.workspace",
+        "tools.conversation",
+        "tools.paths",
+        "tools.lines",
+        "tools.search",
+    ),
+]
+# What anything may take from the face (smarthole/__init__.py imports nothing of its own).
+FACE_NAMES = {"hookimpl", "__version__"}
+MAX_LINES = 400
+MAX_TOP_LEVEL_MODULES = 12
+SQL_METHODS = {"execute", "executemany", "executescript"}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a dotted module name under ``smarthole``: its longest listed prefix."""
+    parts = module.split(".")
+    for length in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:length])
+        for index, names in enumerate(LAYERS):
+            if prefix in names:
+                return index
+    raise AssertionError(f"smarthole.{module} is in no layer; add it to LAYERS")
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path
+
+
+def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    """``(imported smarthole module, line)`` for every import in the file, relative or not."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("smarthole.") or alias.name == "smarthole":
+                    yield alias.name.removeprefix("smarthole").lstrip("."), node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            elif node.module and node.module.split(".")[0] == "smarthole":
+                target = node.module.removeprefix("smarthole").lstrip(".")
+            else:
+                continue
+            if target:
+                yield target, node.lineno
+            else:  # ``from smarthole import x``: the face, or a subpackage by name
+                for alias in node.names:
+                    if alias.name not in FACE_NAMES:
+                        yield alias.name, node.lineno
+
+
+def test_imports_point_down():
+    upward = []
+    for module, path in modules():
+        if not module:
+            continue  # smarthole/__init__.py: the plugin face re-exports from every layer
+        for target, line in imports(module, path):
+            if target and layer_of(target) > layer_of(module):
+                upward.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} -> {target}")
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_no_import_cycles():
+    graph: dict[str, set[str]] = {}
+    for module, path in modules():
+        graph[module] = {t for t, _ in imports(module, path) if t and t != module}
+    names = set(graph)
+
+    def resolve(target: str) -> str | None:
+        while target and target not in names:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    edges = {m: {r for t in ts if (r := resolve(t)) and r != m} for m, ts in graph.items()}
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> None:
+        if node in done:
+            return
+        if node in visiting:
+            cycle = [*visiting[visiting.index(node) :], node]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        visiting.append(node)
+        for target in sorted(edges.get(node, ())):
+            if target.split(".")[0] == node.split(".")[0] and "." not in node and "." in target:
+                continue  # a package's __init__ importing its own submodules is no cycle
+            visit(target)
+        visiting.pop()
+        done.add(node)
+
+    for module in sorted(edges):
+        visit(module)
+
+
+def test_sql_runs_only_in_db():
+    found = []
+    for module, path in modules():
+        if module.split(".")[0] in ("db", "testing"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SQL_METHODS
+            ):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not found, "SQL outside smarthole/db/:\n" + "\n".join(found)
+
+
+def test_modules_are_small():
+    large = [
+        f"{path.relative_to(PACKAGE.parent)}: {n} lines"
+        for _, path in modules()
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    ]
+    assert not large, f"modules over {MAX_LINES} lines:\n" + "\n".join(large)
+
+
+def test_few_modules_sit_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
