@@ -210,14 +210,19 @@ def test_a_chat_that_times_out_says_so_keeps_the_conversation_and_exits_1(home, 
     assert (reply.text, reply["conversation"]) == ("Here it is.", row["id"])
 
 
-def read_until(fd: int, wanted: str, seen: bytearray, timeout: float = 20) -> None:
-    """Read the pseudo-terminal into ``seen`` until ``wanted`` appears."""
+def read_until(fd: int, wanted: str, seen: bytearray, after: int = 0, timeout: float = 20) -> int:
+    """Read the pseudo-terminal into ``seen`` until ``wanted`` appears past ``after``.
+
+    Returns where the match ends, for the next call: the second prompt must not be mistaken
+    for the first, or input is typed while the terminal is between modes and may be lost.
+    """
     deadline = time.monotonic() + timeout
-    while wanted.encode() not in seen:
+    while (found := seen.find(wanted.encode(), after)) < 0:
         left = deadline - time.monotonic()
         assert left > 0, f"no {wanted!r} in {bytes(seen)!r}"
         if select.select([fd], [], [], left)[0]:
             seen += os.read(fd, 4096)
+    return found + len(wanted)
 
 
 def test_an_interactive_chat_has_line_editing_and_a_private_history(home, fake, env):
@@ -234,10 +239,10 @@ def test_an_interactive_chat_has_line_editing_and_a_private_history(home, fake, 
     os.close(terminal)
     seen = bytearray()
     try:
-        read_until(controller, "you> ", seen)
+        at = read_until(controller, "you> ", seen)
         os.write(controller, b"milk\x01remember \r")  # Ctrl-A: to the start of the line
-        read_until(controller, "smarthole: Noted.", seen)
-        read_until(controller, "you> ", seen)
+        at = read_until(controller, "smarthole: Noted.", seen, at)
+        read_until(controller, "you> ", seen, at)
         os.write(controller, b"\x04")  # Ctrl-D on an empty line: end of input
         assert chat.wait(timeout=20) == 0, chat.stderr.read() if chat.stderr else ""
     finally:
