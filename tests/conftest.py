@@ -4,30 +4,20 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
-import subprocess
-import sys
 import threading
-import time
-import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from importlib.metadata import EntryPoints, distributions
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from smarthole import plugins as plugins_module
 from smarthole.daemon import Daemon
-from smarthole.formats import dumps_toml
 from smarthole.home import Home
-from smarthole.pipeline.inbox import drop_message
 from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI
 
-REPO = Path(__file__).resolve().parent.parent
-TEST_PLUGINS = Path(__file__).resolve().parent / "plugins"
+from .helpers import DaemonProcess, forget_modules_under, write_config
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,63 +27,6 @@ def pytest_configure(config: pytest.Config) -> None:
     interrupted and shows what a person at a terminal would see."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, message: str = "") -> Any:
-    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
-        time.sleep(0.01)
-
-
-def db(home: Path) -> sqlite3.Connection:
-    """A plain connection to a home's database, for looking at what the daemon stored."""
-    connection = sqlite3.connect(home / ".smarthole" / "smarthole.db")
-    connection.row_factory = sqlite3.Row
-    return connection
-
-
-def write_config(home: Path, **sections: dict[str, Any]) -> None:
-    """A config.toml with fast test timings, plus the given sections."""
-    base: dict[str, dict[str, Any]] = {
-        "inbox": {"rescan_seconds": 0.5},
-        "retry": {"base_delay_seconds": 0.05, "max_delay_seconds": 5.0},
-        "daemon": {"shutdown_grace_seconds": 5.0},
-        "titles": {"enabled": False},
-        "plugins": {"paths": []},
-    }
-    for name, values in sections.items():
-        base.setdefault(name, {}).update(values)
-    (home / "config.toml").write_text(dumps_toml(base))
-
-
-@dataclass
-class OutboxFile:
-    path: Path
-    fields: dict[str, Any]
-    text: str
-
-    def __getitem__(self, key: str) -> Any:
-        return self.fields[key]
-
-
-def read_outbox(home: Path) -> list[OutboxFile]:
-    """Every outbox file, parsed, in name (time) order."""
-    files = []
-    for path in sorted((home / "outbox").glob("*.md")):
-        content = path.read_text()
-        _, header, body = content.split("+++\n", 2)
-        files.append(OutboxFile(path, tomllib.loads(header), body.rstrip("\n")))
-    return files
-
-
-def finals(home: Path) -> list[OutboxFile]:
-    return [f for f in read_outbox(home) if f["kind"] in ("response", "error")]
 
 
 @pytest.fixture(autouse=True)
@@ -128,13 +61,6 @@ def plugin_site(
     forget_modules_under(site)
 
 
-def forget_modules_under(folder: Path) -> None:
-    """Drop modules imported from ``folder``, so the next test imports its own."""
-    for name, module in list(sys.modules.items()):
-        if str(getattr(module, "__file__", None) or "").startswith(str(folder)):
-            del sys.modules[name]
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeMessagesAPI]:
     with FakeMessagesAPI() as server:
@@ -164,71 +90,6 @@ def env(fake: FakeMessagesAPI) -> dict[str, str]:
         }
     )
     return environment
-
-
-def drop(home: Path, text: str, message_id: str, **fields: Any) -> Path:
-    return drop_message(home / "inbox", text, message_id=message_id, **fields)
-
-
-def run_once(home: Path, env: dict[str, str], **kwargs: Any) -> Daemon:
-    """Run ``--once`` in this process (fast); the subprocess tests cover the real CLI."""
-    daemon = Daemon(Home(home), once=True, env=env, handle_signals=False, **kwargs)
-    assert daemon.run() == 0
-    return daemon
-
-
-def smarthole(
-    *args: str, env: dict[str, str], timeout: float = 60, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "smarthole", *args],
-        env=env,
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-        input=input,
-    )
-
-
-class DaemonProcess:
-    """``smarthole run`` as a real subprocess."""
-
-    def __init__(self, home: Path, env: dict[str, str], *extra: str) -> None:
-        self.home = home
-        self.log = home.parent / f"daemon-{time.monotonic_ns()}.log"
-        self._log_file = self.log.open("w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "smarthole", "run", "--home", str(home), *extra],
-            env=env,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-
-    def wait_ready(self, timeout: float = 20) -> DaemonProcess:
-        wait_for(
-            lambda: "is watching" in self.output() or self.process.poll() is not None,
-            timeout,
-            "the daemon to start",
-        )
-        assert self.process.poll() is None, self.output()
-        return self
-
-    def output(self) -> str:
-        return self.log.read_text()
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-    def terminate(self, timeout: float = 30) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=timeout)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.kill()
-        self._log_file.close()
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import REPO, drop, finals, run_once, wait_for, write_config
 
 from smarthole.app import App
 from smarthole.config import parse_config
@@ -23,6 +22,7 @@ from smarthole.db.outbox import OutboxItem
 from smarthole.errors import ConfigError
 from smarthole.home import Home
 from smarthole.testing import text, tool_use
+from tests.helpers import REPO, drop, finals, run_once, wait_for, write_config
 
 PLUGINS = REPO / "plugins"
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, drop, finals, run_once, write_config
 
 from smarthole import hookimpl, hookspecs
 from smarthole.db.events import Event
@@ -17,6 +16,7 @@ from smarthole.db.outbox import OutboxItem
 from smarthole.db.records import Conversation, Message, StoredMessage
 from smarthole.errors import ConfigError, ModelError
 from smarthole.testing import server_error, text, tool_use
+from tests.helpers import REPO, drop, finals, run_once, write_config
 
 HOOKS = sorted(
     name

@@ -9,7 +9,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from conftest import REPO, forget_modules_under, smarthole, write_config
 
 from smarthole.app import App
 from smarthole.cli import main
@@ -17,6 +16,7 @@ from smarthole.config import parse_config
 from smarthole.errors import PluginError
 from smarthole.home import Home
 from smarthole.plugins import load_plugins
+from tests.helpers import REPO, forget_modules_under, smarthole, write_config
 
 GOOD = '''
 from smarthole import hookimpl

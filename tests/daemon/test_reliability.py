@@ -9,17 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import (
-    TEST_PLUGINS,
-    db,
-    drop,
-    finals,
-    read_outbox,
-    run_once,
-    smarthole,
-    wait_for,
-    write_config,
-)
 
 from smarthole.agent.client import IN_DOUBT
 from smarthole.testing import (
@@ -30,6 +19,17 @@ from smarthole.testing import (
     server_error,
     text,
     tool_use,
+)
+from tests.helpers import (
+    TEST_PLUGINS,
+    db,
+    drop,
+    finals,
+    read_outbox,
+    run_once,
+    smarthole,
+    wait_for,
+    write_config,
 )
 
 

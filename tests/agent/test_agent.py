@@ -6,8 +6,6 @@ import email.utils
 import time
 
 import pytest
-from conftest import drop as drop_message
-from conftest import finals, run_once, wait_for
 
 from smarthole.agent.client import ModelClient, _retry_after
 from smarthole.config import ModelSettings
@@ -24,6 +22,8 @@ from smarthole.testing import (
     text,
     truncated,
 )
+from tests.helpers import drop as drop_message
+from tests.helpers import finals, run_once, wait_for
 
 
 @pytest.fixture

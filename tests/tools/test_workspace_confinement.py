@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workspace_helpers import error, ok, snapshot, workspace_tools, write
 
 from smarthole.tools import ToolRegistry
+from tests.tools.workspace_helpers import error, ok, snapshot, workspace_tools, write
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
 GUARDED = "GUARDED-CONTENT-OF-A-PROTECTED-FOLDER"

@@ -8,7 +8,6 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from conftest import db, drop, finals, run_once, wait_for, write_config
 
 from smarthole import hookimpl
 from smarthole.agent.client import ModelClient, _model_error
@@ -26,6 +25,7 @@ from smarthole.testing import (
     tool_use,
     unclosed,
 )
+from tests.helpers import db, drop, finals, run_once, wait_for, write_config
 
 PARIS = {"city": "Paris", "units": "metric"}
 

@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import db, drop, finals, read_outbox, run_once, smarthole, wait_for, write_config
 
 from smarthole.cli import main
 from smarthole.daemon import Daemon
 from smarthole.db.store import Store
 from smarthole.home import Home
 from smarthole.testing import text, tool_use
+from tests.helpers import db, drop, finals, read_outbox, run_once, smarthole, wait_for, write_config
 
 POISON_FILES = {
     "nan.json": b'{"text": "hi", "timestamp": NaN}',

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from workspace_helpers import error, ok, workspace_tools, write
 
 from smarthole.tools import ToolRegistry, ToolResult
+from tests.tools.workspace_helpers import error, ok, workspace_tools, write
 
 LIMIT = 1000  # max_write_bytes of these tests
 LONG_NAME = "notes/" + "n" * 300

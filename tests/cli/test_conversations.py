@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import db, drop, finals, run_once, smarthole, wait_for, write_config
 
 from smarthole.agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from smarthole.cli import main
 from smarthole.cli.render import relative_time
 from smarthole.testing import error, hold, server_error, text, tool_use
+from tests.helpers import db, drop, finals, run_once, smarthole, wait_for, write_config
 
 REQUIRED_EVENT_KEYS = {"type", "at", "conversation", "channel", "turn", "message_id"}
 

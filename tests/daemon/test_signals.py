@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import drop, finals, smarthole, wait_for, write_config
 
 from smarthole import hookimpl
 from smarthole.daemon import Daemon
@@ -16,6 +15,7 @@ from smarthole.daemon.signals import capture_signals
 from smarthole.errors import ConfigError, PluginError
 from smarthole.home import Home
 from smarthole.testing import hold, text
+from tests.helpers import drop, finals, smarthole, wait_for, write_config
 
 
 def open_database_files(home: Path) -> list[str]:

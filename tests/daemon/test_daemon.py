@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import (
+
+from smarthole.testing import error, server_error, text, tool_use, tool_uses
+from tests.helpers import (
     TEST_PLUGINS,
     db,
     drop,
@@ -19,8 +21,6 @@ from conftest import (
     wait_for,
     write_config,
 )
-
-from smarthole.testing import error, server_error, text, tool_use, tool_uses
 
 OUTBOX_KEYS = {
     "id",

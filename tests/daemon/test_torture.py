@@ -10,7 +10,8 @@ import importlib.util
 import sys
 
 import pytest
-from conftest import REPO
+
+from tests.helpers import REPO
 
 spec = importlib.util.spec_from_file_location("torture", REPO / "scripts" / "torture.py")
 assert spec and spec.loader

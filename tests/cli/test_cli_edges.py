@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import db, drop, finals, run_once, smarthole, wait_for, write_config
 
 from smarthole.cli import main
 from smarthole.testing import hold, text
+from tests.helpers import db, drop, finals, run_once, smarthole, wait_for, write_config
 
 
 def one_line(stderr: str) -> str:
