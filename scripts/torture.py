@@ -9,7 +9,7 @@ with a non-idempotent tool call first, so a tool that ran twice would show in th
 
 Checks (and prints): every message has exactly one final reply, no claimed file is left, no
 completed tool call ran twice, every stored conversation is valid Messages API history.
-Exit status 0 when all hold. `tests/test_torture.py` runs a small version of this in the suite.
+Exit status 0 when all hold. `tests/daemon/test_torture.py` runs a small version of this in the suite.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from .db.outbox import OutboxRecord
 from .db.pending import PendingQuestions
 from .db.records import Conversation, unique_match
 from .db.store import Store
-from .errors import LookupFailed
+from .errors import UsageError
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 ENTRY_AGENT = "smarthole"
@@ -127,7 +127,7 @@ class Conversations:
         conversation = self.get(wanted)
         title = " ".join(title.split())
         if not title:
-            raise LookupFailed("the new title is empty")
+            raise UsageError("the new title is empty")
         self.store.set_title(conversation.id, title, pinned=True)
         self.events.emit(
             "conversation_renamed",

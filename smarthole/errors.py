@@ -11,10 +11,13 @@ messages. Every message names the file, key, plugin or message id involved.
     ├── MessageError           an inbox file cannot be used (it is set aside in failed/)
     ├── StoreError             the SQLite store cannot be used
     │   └── CorruptStoreError  the database file is not a readable database
-    ├── ModelError             a call to the Messages API failed
+    ├── TurnError              a turn failed; says whether a later attempt may succeed
+    │   ├── ModelError         a call to the Messages API failed
+    │   └── InternalError      a bug (in smarthole or a plugin) broke the turn
     ├── ToolError              a tool failed; the model sees the message as an is_error result
     │   └── PathError          a workspace path broke a confinement rule
     ├── LookupFailed           an id or prefix matched nothing, or more than one thing
+    ├── UsageError             a command was asked for something it cannot do as asked
     └── DaemonError            the daemon cannot start
         └── AlreadyRunning     another daemon holds this home's lock
 """
@@ -46,8 +49,8 @@ class CorruptStoreError(StoreError):
     """The database file cannot be opened or read as a SQLite database."""
 
 
-class ModelError(SmartholeError):
-    """A Messages API call failed.
+class TurnError(SmartholeError):
+    """A turn failed.
 
     ``retryable`` says whether a later attempt may succeed; ``retry_after`` is the server's
     requested delay in seconds when it sent one; ``status`` is the HTTP status when there was one.
@@ -73,6 +76,21 @@ class ModelError(SmartholeError):
         return self.kind == "prompt_too_long"
 
 
+class ModelError(TurnError):
+    """A Messages API call failed."""
+
+
+class InternalError(TurnError):
+    """A bug in smarthole or in a plugin broke a turn.
+
+    It is logged with its traceback and retried like a transient failure: a fixed plugin, or
+    a restart, may let the message through.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True, kind="internal")
+
+
 class ToolError(SmartholeError):
     """A tool could not do what it was asked; the text is shown to the model as is."""
 
@@ -83,6 +101,10 @@ class PathError(ToolError):
 
 class LookupFailed(SmartholeError):
     """An id or prefix given by the user matched nothing, or was ambiguous."""
+
+
+class UsageError(SmartholeError):
+    """A command was asked for something it cannot do as asked (the CLI's exit status 2)."""
 
 
 class DaemonError(SmartholeError):

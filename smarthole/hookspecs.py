@@ -165,10 +165,11 @@ def turn_failed(message: Message, error: Exception) -> None:
     """An attempt at a message's turn failed.
 
     Called for every failed attempt, whether the message is deferred for a later attempt or
-    dead (``error.retryable`` tells, for a ``ModelError``).
+    dead (``error.retryable`` tells).
 
     :param message: the inbox message whose turn failed.
-    :param error: the error, usually a :class:`smarthole.errors.ModelError`.
+    :param error: a :class:`smarthole.errors.TurnError`: a ``ModelError`` when the Messages API
+        call failed, an ``InternalError`` when a bug (in smarthole or a plugin) broke the turn.
     """
 
 

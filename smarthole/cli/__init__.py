@@ -24,12 +24,13 @@ from ..errors import (
     MessageError,
     PluginError,
     SmartholeError,
+    UsageError,
 )
 
 logger = logging.getLogger("smarthole")
 
 HOME_HELP = "the agent's folder (default: $SMARTHOLE_HOME, else ~/SmartHole)"
-USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageError)
+USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageError, UsageError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

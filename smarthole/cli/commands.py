@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..config import write_default_config
-from ..errors import ConfigError, MessageError
+from ..errors import ConfigError, MessageError, UsageError
 from ..home import Home
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def retry(args: argparse.Namespace) -> int:
     from .admin import retry as retry_messages
 
     if not args.ids and not args.all:
-        raise ConfigError("name message ids to retry, or use --all")
+        raise UsageError("name message ids to retry, or use --all")
     home = _home(args)
     store = _store(home)
     try:

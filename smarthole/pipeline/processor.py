@@ -19,7 +19,7 @@ from ..agent.prompts import system_prompt
 from ..conversations import Conversations
 from ..db.pending import PendingQuestion, PendingQuestions
 from ..db.records import Conversation
-from ..errors import LookupFailed, MessageError, ModelError
+from ..errors import InternalError, LookupFailed, MessageError, ModelError, TurnError
 from ..formats import iso
 from .turn import TurnInterrupted, TurnRun
 
@@ -87,9 +87,7 @@ class Processor:
             return self._failed(entry, conversation, number, exc)
         except Exception as exc:  # a bug or a broken plugin: log it, treat it as retryable
             logger.exception("turn of message %s failed unexpectedly", entry.id)
-            error = ModelError(
-                f"internal error: {type(exc).__name__}: {exc}", retryable=True, kind="internal"
-            )
+            error = InternalError(f"internal error: {type(exc).__name__}: {exc}")
             return self._failed(entry, conversation, number, error)
         self._complete(entry, conversation, number, outcome)
         return "done"
@@ -275,7 +273,7 @@ class Processor:
             self.titler.sweep(channel=conversation.channel)
 
     def _failed(
-        self, entry: LedgerEntry, conversation: Conversation, number: int, error: ModelError
+        self, entry: LedgerEntry, conversation: Conversation, number: int, error: TurnError
     ) -> str:
         attempts = self.ledger.record_failure(entry.id, str(error))
         self.store.append_message(
@@ -361,7 +359,7 @@ def backoff_delay(
     return min(cap, base * 2 ** max(0, attempts - 1) * jitter)
 
 
-def friendly_error(error: ModelError, message_id: str) -> str:
+def friendly_error(error: TurnError, message_id: str) -> str:
     """One sentence for the user; the details are in failed/ and ``smarthole status``."""
     retry = f"run `smarthole retry {message_id}` to try again"
     match error.kind:
