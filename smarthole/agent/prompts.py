@@ -71,8 +71,9 @@ def pending_context(pending: PendingQuestion) -> str:
     )
 
 
-def transcript(messages: Iterable[StoredMessage], limit: int = TRANSCRIPT_LIMIT) -> str:
-    """What the person and the agent said, for title and summary requests."""
+def dialogue_text(messages: Iterable[StoredMessage], limit: int = TRANSCRIPT_LIMIT) -> str:
+    """What the person and the agent said, as plain text for the model (titles, summaries,
+    get_conversation); `smarthole show` renders conversations for people."""
     lines = []
     for message in messages:
         if message.kind == "user":

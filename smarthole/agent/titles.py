@@ -26,7 +26,7 @@ from .prompts import (
     UNTITLED,
     clean_summary,
     clean_title,
-    transcript,
+    dialogue_text,
 )
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class Titler:
         """The cleaned answer, or None when it cannot be had; ``_TryLater`` after a transient
         failure (the key is then backed off)."""
         assert self.client is not None
-        text = transcript(self.store.messages(conversation.id))
+        text = dialogue_text(self.store.messages(conversation.id))
         if not text.strip():
             return None
         what = "title" if max_tokens == TITLE_MAX_TOKENS else "summary"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LookupFailed
 from ..home import Home
-from .commands import _home, _now, _store, preflight
+from .commands import _now, opened, preflight
 
 if TYPE_CHECKING:
     from ..db.store import Store
@@ -34,22 +34,16 @@ NO_REPLY = 1
 
 
 def chat(args: argparse.Namespace) -> int:
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         conversation_id, channel = _chat_target(store, args)
         return _chat(home, store, channel, conversation_id, timeout=args.timeout)
-    finally:
-        store.close()
 
 
 def resume(args: argparse.Namespace) -> int:
     from ..conversations import Conversations
     from .render import conversation_list
 
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         conversations = Conversations(store)
         if args.id:
             chosen = conversations.get(args.id)
@@ -67,8 +61,6 @@ def resume(args: argparse.Namespace) -> int:
         chosen = conversations.reopen(chosen)
         print(f'Resuming "{chosen.title or "Untitled conversation"}" ({chosen.id}).')
         return _chat(home, store, chosen.channel, chosen.id, timeout=600.0)
-    finally:
-        store.close()
 
 
 def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:

@@ -7,8 +7,10 @@ messages and exit codes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..config import write_default_config
@@ -38,6 +40,17 @@ def _store(home: Home) -> Store:
 
     home.state.mkdir(parents=True, exist_ok=True)
     return Store.open(home.database, clock=utc_now)
+
+
+@contextlib.contextmanager
+def opened(args: argparse.Namespace) -> Iterator[tuple[Home, Store]]:
+    """The home named by ``args`` and its database, closed again when the block ends."""
+    home = _home(args)
+    store = _store(home)
+    try:
+        yield home, store
+    finally:
+        store.close()
 
 
 def _now() -> Any:
@@ -105,12 +118,10 @@ def run(args: argparse.Namespace) -> int:
 def send(args: argparse.Namespace) -> int:
     from .mailbox import Mailbox
 
-    home = _home(args)
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
         raise MessageError("the message text is empty")
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         conversation = args.conversation
         if conversation is not None:
             from ..conversations import Conversations
@@ -138,8 +149,6 @@ def send(args: argparse.Namespace) -> int:
             )
             return 1
         return 1 if final.kind == "error" else 0
-    finally:
-        store.close()
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -155,12 +164,8 @@ def status(args: argparse.Namespace) -> int:
     from .admin import status_report
     from .render import status_text
 
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         report = status_report(home, store)
-    finally:
-        store.close()
     if args.json:
         print_json(report)
     else:
@@ -173,12 +178,8 @@ def retry(args: argparse.Namespace) -> int:
 
     if not args.ids and not args.all:
         raise UsageError("name message ids to retry, or use --all")
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         done = retry_messages(home, store, None if args.all else args.ids)
-    finally:
-        store.close()
     if not done:
         print("Nothing to retry.")
     for message_id, what in done:
@@ -193,13 +194,10 @@ def conversations(args: argparse.Namespace) -> int:
     from ..conversations import Conversations
     from .render import conversation_list
 
-    store = _store(_home(args))
-    try:
+    with opened(args) as (_, store):
         views = Conversations(store).recent(
             channel=args.channel, include_all=args.all, limit=args.limit, now=_now()
         )
-    finally:
-        store.close()
     if args.json:
         print_json([v.as_dict() for v in views])
     elif not views:
@@ -214,9 +212,7 @@ def show(args: argparse.Namespace) -> int:
     from ..db.outbox import OutboxRecord
     from .render import transcript
 
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         conversation = Conversations(store).get(args.id)
         print(
             transcript(
@@ -226,8 +222,6 @@ def show(args: argparse.Namespace) -> int:
                 OutboxRecord(home, store).items_for_conversation(conversation.id),
             )
         )
-    finally:
-        store.close()
     return 0
 
 
@@ -236,13 +230,9 @@ def export(args: argparse.Namespace) -> int:
     from ..db.outbox import OutboxRecord
     from .render import export_markdown
 
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         conversations = Conversations(store)
         data = conversations.export(conversations.get(args.id), OutboxRecord(home, store))
-    finally:
-        store.close()
     if args.format == "json":
         print_json(data)
     else:
@@ -253,11 +243,8 @@ def export(args: argparse.Namespace) -> int:
 def rename(args: argparse.Namespace) -> int:
     from ..conversations import Conversations
 
-    store = _store(_home(args))
-    try:
+    with opened(args) as (_, store):
         conversation = Conversations(store).rename(args.id, " ".join(args.title))
-    finally:
-        store.close()
     print(f'Renamed {conversation.id} to "{conversation.title}".')
     return 0
 
@@ -265,17 +252,13 @@ def rename(args: argparse.Namespace) -> int:
 def new(args: argparse.Namespace) -> int:
     from ..conversations import Conversations
 
-    home = _home(args)
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
         ended = Conversations(store).end_active(args.channel)
         if ended is None:
             print(f"No active conversation on channel {args.channel}.")
             return 0
         _summarise_now(home, store)
         ended = store.conversation(ended.id) or ended
-    finally:
-        store.close()
     title = ended.title or "Untitled conversation"
     print(
         f'Ended "{title}" ({ended.id}). The next message on channel {args.channel} starts '
@@ -308,14 +291,10 @@ def prune(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..conversations import Conversations
 
-    home = _home(args)
-    limit = load_config(home).conversation.max_retained
-    store = _store(home)
-    try:
+    with opened(args) as (home, store):
+        limit = load_config(home).conversation.max_retained
         conversations = Conversations(store)
         victims = conversations.prunable(limit) if args.dry_run else conversations.prune(limit)
-    finally:
-        store.close()
     verb = "Would remove" if args.dry_run else "Removed"
     print(f"{verb} {len(victims)} ended conversation(s) beyond the newest {limit}.")
     for conversation in victims:
@@ -330,8 +309,7 @@ def prune(args: argparse.Namespace) -> int:
 def events(args: argparse.Namespace) -> int:
     from ..db.events import EventLog
 
-    store = _store(_home(args))
-    try:
+    with opened(args) as (_, store):
         conversation = None
         if args.conversation:
             from ..conversations import Conversations
@@ -344,8 +322,6 @@ def events(args: argparse.Namespace) -> int:
         if not args.follow:
             return 0
         return _follow_events(log, last_id, conversation, as_json=args.json)
-    finally:
-        store.close()
 
 
 def _follow_events(log: EventLog, last_id: int, conversation: str | None, *, as_json: bool) -> int:

@@ -67,7 +67,7 @@ def get_conversation(
     :param conversation_id: The id (or a unique prefix) of the conversation to read.
     :param list_recent: How many recent conversations to list when no id is given (1-50).
     """
-    from ..agent.prompts import transcript
+    from ..agent.prompts import dialogue_text
     from ..conversations import resolve_conversation
 
     store = context.app.store
@@ -78,7 +78,7 @@ def get_conversation(
             raise ToolError(str(exc)) from exc
         return {
             **_describe(conversation),
-            "transcript": transcript(store.messages(conversation.id)),
+            "transcript": dialogue_text(store.messages(conversation.id)),
         }
     limit = min(max(list_recent, 1), 50)
     recent = store.recent_conversations(channel=context.channel, limit=limit + 1)
