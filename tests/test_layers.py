@@ -17,10 +17,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
 
 # Lowest first. The plugin host (layer 2) is what plugins see: the hooks, the manager, the
 # tool registry and the application object, whose plugin-facing part is
-# ``hookspecs.PluginApp``. The built-in tools are ordinary plugins, so they sit on top; the
-# fake Messages API in ``testing`` depends on nothing of smarthole.
+# ``hookspecs.PluginApp``. The built-in tools are ordinary plugins, and ``testing`` drives the
+# whole daemon for plugin authors, so both sit on top.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "fsutil", "formats", "home", "config", "testing"),
+    ("errors", "fsutil", "formats", "home", "config"),
     ("db",),
     ("hookspecs", "plugins", "tools", "app"),
     ("agent",),
@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "cli",
         "__main__",
+        "testing",
         "tools.workspace",
         "tools.conversation",
         "tools.paths",
@@ -157,3 +158,42 @@ def test_modules_are_small():
 def test_few_modules_sit_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+REPO = PACKAGE.parent
+PUBLIC = {"smarthole", "smarthole.testing"}
+
+
+def public_imports(source: str) -> Iterator[str]:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("smarthole"):
+            yield node.module
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("smarthole"))
+
+
+def doc_code_blocks(text: str) -> Iterator[str]:
+    for block in text.split("```python\n")[1:]:
+        yield block.split("```", 1)[0]
+
+
+def test_docs_and_example_plugins_use_only_the_public_face():
+    sources = {str(path): path.read_text() for path in (REPO / "plugins").glob("*.py")}
+    docs = (REPO / "docs" / "plugins.md").read_text()
+    sources.update({f"docs/plugins.md block {n}": b for n, b in enumerate(doc_code_blocks(docs))})
+    private = [
+        f"{where}: {module}"
+        for where, source in sources.items()
+        for module in public_imports(source)
+        if module not in PUBLIC
+    ]
+    assert not private, "imports past the public face:\n" + "\n".join(private)
+
+
+def test_every_public_name_is_documented():
+    import smarthole
+
+    assert smarthole.__all__ == sorted(smarthole.__all__)
+    docs = (REPO / "docs" / "plugins.md").read_text()
+    missing = [name for name in smarthole.__all__ if f"`{name}`" not in docs]
+    assert not missing, f"not in docs/plugins.md: {missing}"

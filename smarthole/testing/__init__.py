@@ -20,7 +20,9 @@ script exhausted" unless set). A reply may also be a callable that receives the
 Messages API's rules gets the API's 400 without using a scripted reply, as the real service
 would refuse it. Streaming requests (``"stream": true``) get the same replies as SSE.
 
-Run ``python -m smarthole.testing [--port N]`` for an echo server to try the daemon by hand.
+``drop_message`` and ``run_once`` drive the real daemon through a home folder, as a plugin's
+own tests do. Run ``python -m smarthole.testing [--port N]`` for an echo server to try the
+daemon by hand.
 """
 
 from .replies import (
@@ -45,12 +47,13 @@ from .replies import (
     truncated,
     unclosed,
 )
+from .running import drop_message, run_once
 from .server import FakeMessagesAPI
 from .validation import invalid_history
 
 __all__ = [
-    "FakeMessagesAPI", "RecordedRequest", "Reply", "Responder", "delay", "drop", "echo",
-    "error", "garbled", "hold", "invalid_history", "max_tokens", "overloaded", "prompt_too_long",
-    "rate_limited", "server_error", "stream_error", "text", "tool_use", "tool_uses", "truncated",
-    "unclosed",
+    "FakeMessagesAPI", "RecordedRequest", "Reply", "Responder", "delay", "drop", "drop_message",
+    "echo", "error", "garbled", "hold", "invalid_history", "max_tokens", "overloaded",
+    "prompt_too_long", "rate_limited", "run_once", "server_error", "stream_error", "text",
+    "tool_use", "tool_uses", "truncated", "unclosed",
 ]  # fmt: skip
