@@ -18,7 +18,7 @@ from ..errors import ConfigError, MessageError, UsageError
 from ..home import Home
 
 if TYPE_CHECKING:
-    from ..db.events import Event, EventLog
+    from ..db.events import Event
     from ..db.store import Store
 
 FOLLOW_POLL_SECONDS = 0.2
@@ -307,9 +307,18 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace) -> int:
+    """Print recent events; with ``--follow``, new ones until Ctrl-C (then exit 130).
+
+    When following, Ctrl-C is captured before the first event is printed, so it is recorded
+    (and the command ends cleanly) wherever it lands.
+    """
+    from ..daemon.signals import INTERRUPT_SIGNALS, capture_signals
     from ..db.events import EventLog
 
-    with opened(args) as (_, store):
+    with (
+        capture_signals(signals=INTERRUPT_SIGNALS, enabled=args.follow) as captured,
+        opened(args) as (_, store),
+    ):
         conversation = None
         if args.conversation:
             from ..conversations import Conversations
@@ -319,19 +328,9 @@ def events(args: argparse.Namespace) -> int:
         last_id = log.latest_id()
         past = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
         last_id = _print_events(past, last_id, as_json=args.json)
-        if not args.follow:
-            return 0
-        return _follow_events(log, last_id, conversation, as_json=args.json)
-
-
-def _follow_events(log: EventLog, last_id: int, conversation: str | None, *, as_json: bool) -> int:
-    """Print new events until Ctrl-C; returns 130 (the handler only records the signal)."""
-    from ..daemon.signals import INTERRUPT_SIGNALS, capture_signals
-
-    with capture_signals(signals=INTERRUPT_SIGNALS) as captured:
-        while not captured.stop.wait(FOLLOW_POLL_SECONDS):
+        while args.follow and not captured.stop.wait(FOLLOW_POLL_SECONDS):
             batch = log.since(last_id, conversation=conversation)
-            last_id = _print_events(batch, last_id, as_json=as_json)
+            last_id = _print_events(batch, last_id, as_json=args.json)
     return captured.exit_code()
 
 
