@@ -8,13 +8,15 @@ then a last daemon runs until every message is answered. The fake model answers 
 with a non-idempotent tool call first, so a tool that ran twice would show in the tool log.
 
 Checks (and prints): every message has exactly one final reply, no claimed file is left, no
-completed tool call ran twice, every stored conversation is valid Messages API history.
-Exit status 0 when all hold. `tests/daemon/test_torture.py` runs a small version of this in the suite.
+completed tool call ran twice, every stored conversation is valid Messages API history, and
+after every kill the ledger, the turns and the events agree. Exit status 0 when all hold.
+`tests/daemon/test_torture.py` runs a small version of this in the suite.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
@@ -48,6 +50,7 @@ class Result:
     tools_run_twice: int
     left_claimed: int
     invalid_histories: int
+    disagreements: int
     turns_resumed: int
     tools_in_doubt: int
 
@@ -59,6 +62,7 @@ class Result:
             or self.tools_run_twice
             or self.left_claimed
             or self.invalid_histories
+            or self.disagreements
         )
 
 
@@ -103,6 +107,7 @@ def torture(
             channel=f"c{n % channels}",
         )
     started = time.monotonic()
+    disagreements = 0
     with FakeMessagesAPI() as fake:
         fake.default = model
         env = {**os.environ, "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake.url}
@@ -115,6 +120,9 @@ def torture(
             time.sleep(rng.uniform(0.0, max_gap))
             process.send_signal(signal.SIGKILL)
             process.wait()
+            for problem in disagreement(home):  # the store as the kill left it
+                disagreements += 1
+                print(f"kill {kill + 1}: {problem}", flush=True)
             if not quiet:
                 print(f"kill {kill + 1}/{kills}: {answered(home)}/{messages} answered", flush=True)
         final = subprocess.run(
@@ -122,7 +130,32 @@ def torture(
         )
         if final.returncode != 0:
             raise SystemExit(f"the last daemon failed:\n{final.stderr}")
-    return check(home, ids, kills, time.monotonic() - started)
+    result = check(home, ids, kills, time.monotonic() - started)
+    return dataclasses.replace(result, disagreements=disagreements + len(disagreement(home)))
+
+
+def disagreement(home: Home) -> list[str]:
+    """Where the ledger, the turns and the events tell different stories.
+
+    A message's completion (its turn's status, its ledger status and its ``turn_completed``
+    event) is one transaction, so whatever a kill interrupts, they agree.
+    """
+    with sqlite3.connect(home.database) as db:
+        rows = db.execute(
+            "SELECT i.message_id, i.status, t.status, "
+            "(SELECT COUNT(*) FROM events e WHERE e.type = 'turn_completed' "
+            "AND e.message_id = i.message_id) "
+            "FROM inbox i LEFT JOIN turns t ON t.message_id = i.message_id"
+        ).fetchall()
+    problems = []
+    for message_id, ledger, turn, completed_events in rows:
+        done, completed = ledger == "done", turn == "completed"
+        if done != completed or completed != bool(completed_events):
+            problems.append(
+                f"message {message_id}: ledger {ledger}, turn {turn}, "
+                f"{completed_events} turn_completed event(s)"
+            )
+    return problems
 
 
 def wait_until_watching(process: subprocess.Popen[bytes], log: Path) -> None:
@@ -157,6 +190,7 @@ def check(home: Home, ids: list[str], kills: int, seconds: float) -> Result:
         tools_run_twice=sum(1 for count in runs.values() if count > 1),
         left_claimed=len(list(home.claimed.iterdir())),
         invalid_histories=invalid_histories(home),
+        disagreements=0,
         turns_resumed=count(home, "SELECT COUNT(*) FROM events WHERE type = 'turn_interrupted'"),
         tools_in_doubt=count(
             home,

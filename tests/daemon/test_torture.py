@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
+from smarthole.home import Home
+from smarthole.testing import text
+from tests.helpers import REPO, db, drop, run_once
 
 spec = importlib.util.spec_from_file_location("torture", REPO / "scripts" / "torture.py")
 assert spec and spec.loader
@@ -26,6 +28,7 @@ def check(result) -> None:
     assert result.tools_run_twice == 0, result
     assert result.left_claimed == 0, result
     assert result.invalid_histories == 0, result
+    assert result.disagreements == 0, result  # ledger, turns and events agree after each kill
 
 
 def test_random_kills_lose_and_double_nothing(tmp_path):
@@ -34,6 +37,17 @@ def test_random_kills_lose_and_double_nothing(tmp_path):
             messages=16, channels=3, kills=6, seed=7, root=tmp_path, max_gap=0.5, quiet=True
         )
     )
+
+
+def test_a_disagreement_between_ledger_turns_and_events_is_reported(home, fake, env):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    assert torture.disagreement(Home(home)) == []
+    with db(home) as connection:
+        connection.execute("UPDATE turns SET status = 'running' WHERE message_id = 'm1'")
+    (problem,) = torture.disagreement(Home(home))
+    assert problem == "message m1: ledger done, turn running, 1 turn_completed event(s)"
 
 
 @pytest.mark.slow
