@@ -21,6 +21,7 @@ from ..db.pending import PendingQuestion, PendingQuestions
 from ..db.records import Conversation
 from ..errors import InternalError, LookupFailed, MessageError, ModelError, TurnError
 from ..formats import iso
+from .failures import backoff_delay, friendly_error
 from .turn import TurnInterrupted, TurnRun
 
 if TYPE_CHECKING:
@@ -275,11 +276,30 @@ class Processor:
     def _failed(
         self, entry: LedgerEntry, conversation: Conversation, number: int, error: TurnError
     ) -> str:
-        attempts = self.ledger.record_failure(entry.id, str(error))
-        self.store.append_message(
-            conversation.id, number, "assistant", "error", [{"type": "text", "text": str(error)}]
-        )
+        with self.store.transaction():  # the attempt, its error and what comes next: one commit
+            attempts = self.ledger.record_failure(entry.id, str(error))
+            self.store.append_message(
+                conversation.id,
+                number,
+                "assistant",
+                "error",
+                [{"type": "text", "text": str(error)}],
+            )
+            outcome = self._after_failure(entry, conversation, number, error, attempts)
         self.app.plugins.notify("turn_failed", message=entry.message, error=error)
+        if outcome == "dead":
+            self._give_up(entry, conversation, number, error, attempts)
+        return outcome
+
+    def _after_failure(
+        self,
+        entry: LedgerEntry,
+        conversation: Conversation,
+        number: int,
+        error: TurnError,
+        attempts: int,
+    ) -> str:
+        """Defer the message for a later attempt (inside the caller's transaction), or not."""
         where: dict[str, Any] = {
             "conversation": conversation.id,
             "channel": conversation.channel,
@@ -310,12 +330,34 @@ class Processor:
                 "message %s deferred %.1fs after attempt %d: %s", entry.id, delay, attempts, error
             )
             return "deferred"
-        self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
-        self.store.update_turn(conversation.id, number, status="failed", error=str(error))
-        self.inbox.set_aside(entry, str(error), attempts=attempts)
-        self.events.emit("turn_failed", **where, attempts=attempts, error=str(error))
-        logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)
         return "dead"
+
+    def _give_up(
+        self,
+        entry: LedgerEntry,
+        conversation: Conversation,
+        number: int,
+        error: TurnError,
+        attempts: int,
+    ) -> None:
+        """A dead message: the error reply, then the turn, the ledger and the event in one commit.
+
+        The reply is written first under a fixed id, so a crash in between writes it once.
+        """
+        self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
+        with self.store.transaction():
+            self.store.update_turn(conversation.id, number, status="failed", error=str(error))
+            self.inbox.set_aside(entry, str(error), attempts=attempts)
+            self.events.emit(
+                "turn_failed",
+                conversation=conversation.id,
+                channel=conversation.channel,
+                turn=number,
+                message_id=entry.id,
+                attempts=attempts,
+                error=str(error),
+            )
+        logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)
 
     def _final_reply(
         self,
@@ -342,48 +384,3 @@ class Processor:
     def _notify_stored(self, conversation_id: str, stored: StoredMessage) -> None:
         conversation = self.store.conversation(conversation_id)
         self.app.plugins.notify("message_stored", conversation=conversation, message=stored)
-
-
-def backoff_delay(
-    attempts: int,
-    retry_after: float | None,
-    *,
-    base: float,
-    cap: float,
-    rng: random.Random | None = None,
-) -> float:
-    """The server's requested delay if it sent one, else exponential with jitter; capped."""
-    if retry_after is not None:
-        return min(cap, retry_after)
-    jitter = 1 + (rng or random).uniform(0, 0.25)
-    return min(cap, base * 2 ** max(0, attempts - 1) * jitter)
-
-
-def friendly_error(error: TurnError, message_id: str) -> str:
-    """One sentence for the user; the details are in failed/ and ``smarthole status``."""
-    retry = f"run `smarthole retry {message_id}` to try again"
-    match error.kind:
-        case "auth":
-            return (
-                "Sorry, the AI service rejected smarthole's API key, so I could not answer "
-                f"this message; check ANTHROPIC_API_KEY, then {retry}."
-            )
-        case "spend_limit":
-            return (
-                "Sorry, the Anthropic account has reached its spend limit, so I could not "
-                f"answer this message; once it is raised, {retry}."
-            )
-        case "prompt_too_long":
-            return (
-                "Sorry, this conversation has grown too long for the model, so I could not "
-                "answer; start a new conversation and send it again."
-            )
-        case "invalid_request":
-            return (
-                "Sorry, the AI service refused this request, so I could not answer this "
-                f"message; {retry} after checking `smarthole status`."
-            )
-    return (
-        "Sorry, I could not reach the AI service after several attempts, so this message "
-        f"is still unanswered; {retry}."
-    )
