@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -74,15 +75,10 @@ class Processor:
         try:
             outcome = self.agent.run(run)
         except TurnInterrupted:
-            self.store.update_turn(conversation.id, number, status="interrupted")
-            self.ledger.set_status(entry.id, "queued")
-            self.events.emit(
-                "turn_interrupted",
-                conversation=conversation.id,
-                channel=conversation.channel,
-                turn=number,
-                message_id=entry.id,
-            )
+            with self.store.transaction():
+                self.store.update_turn(conversation.id, number, status="interrupted")
+                self.ledger.set_status(entry.id, "queued")
+                self._turn_event("turn_interrupted", entry, conversation, number)
             return "interrupted"
         except ModelError as exc:
             return self._failed(entry, conversation, number, exc)
@@ -256,12 +252,11 @@ class Processor:
                 )
             else:
                 self.pending.clear(conversation.id)
-            self.events.emit(
+            self._turn_event(
                 "turn_completed",
-                conversation=conversation.id,
-                channel=conversation.channel,
-                turn=number,
-                message_id=entry.id,
+                entry,
+                conversation,
+                number,
                 db=db,
                 waiting_for_reply=bool(questions),
                 note=outcome.note,
@@ -300,12 +295,6 @@ class Processor:
         attempts: int,
     ) -> str:
         """Defer the message for a later attempt (inside the caller's transaction), or not."""
-        where: dict[str, Any] = {
-            "conversation": conversation.id,
-            "channel": conversation.channel,
-            "turn": number,
-            "message_id": entry.id,
-        }
         retry = self.config.retry
         if error.retryable and attempts < retry.max_attempts:
             delay = backoff_delay(
@@ -318,9 +307,11 @@ class Processor:
             due = self.app.now() + timedelta(seconds=delay)
             self.ledger.set_status(entry.id, "deferred", next_attempt_at=iso(due))
             self.store.update_turn(conversation.id, number, status="deferred", error=str(error))
-            self.events.emit(
+            self._turn_event(
                 "turn_deferred",
-                **where,
+                entry,
+                conversation,
+                number,
                 attempts=attempts,
                 error=str(error),
                 next_attempt_at=iso(due),
@@ -348,16 +339,31 @@ class Processor:
         with self.store.transaction():
             self.store.update_turn(conversation.id, number, status="failed", error=str(error))
             self.inbox.set_aside(entry, str(error), attempts=attempts)
-            self.events.emit(
-                "turn_failed",
-                conversation=conversation.id,
-                channel=conversation.channel,
-                turn=number,
-                message_id=entry.id,
-                attempts=attempts,
-                error=str(error),
+            self._turn_event(
+                "turn_failed", entry, conversation, number, attempts=attempts, error=str(error)
             )
         logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)
+
+    def _turn_event(
+        self,
+        type: str,
+        entry: LedgerEntry,
+        conversation: Conversation,
+        number: int,
+        *,
+        db: sqlite3.Connection | None = None,
+        **data: Any,
+    ) -> None:
+        """Record an event of this message's turn (inside ``db``'s transaction when given)."""
+        self.events.emit(
+            type,
+            conversation=conversation.id,
+            channel=conversation.channel,
+            turn=number,
+            message_id=entry.id,
+            db=db,
+            **data,
+        )
 
     def _final_reply(
         self,
