@@ -1,24 +1,13 @@
-"""Configuration: the home folder's layout and ``config.toml``.
+"""The settings: one frozen dataclass per ``config.toml`` table, defaults as documented.
 
-The settings are dataclasses, one per TOML table; their defaults are the documented defaults
-(``config.example.toml`` repeats them with comments, and a test keeps the two in step). Loading
-reports every bad key in one ``ConfigError``, each named as ``[table] key``.
-
-This module owns TOML: ``tomllib`` to read and ``tomli_w`` to write, for config files and for the
-front matter of inbox and outbox files alike.
+``config.example.toml`` repeats every default with its comment, and a test keeps the two in
+step. Each field carries its documentation and lower bound as metadata (``_setting``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from .errors import ConfigError
-from .formats import dumps_toml, loads_toml
-from .home import Home
+from typing import Any
 
 DEFAULT_PERSONA = (
     "You are smarthole, a personal assistant that people reach by dropping a message into a "
@@ -169,133 +158,3 @@ class Config:
     workspace: WorkspaceSettings = field(default_factory=WorkspaceSettings)
     plugins: PluginSettings = field(default_factory=PluginSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-# -- the home folder -------------------------------------------------------------------------
-
-
-# -- TOML ------------------------------------------------------------------------------------
-
-
-# -- loading and validating ------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def load_config(home: Home) -> Config:
-    """Read ``config.toml`` from ``home``; a missing file means all defaults."""
-    path = home.config_file
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Config()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    return parse_config(loads_toml(text, source=str(path)), source=str(path))
-
-
-def parse_config(data: dict[str, Any], *, source: str = "config.toml") -> Config:
-    errors: list[str] = []
-    sections: dict[str, Any] = {}
-    plugin_tables: dict[str, dict[str, Any]] = {}
-    for name, value in data.items():
-        if name not in SECTIONS:
-            errors.append(f"unknown table [{name}]")
-            continue
-        if not isinstance(value, dict):
-            errors.append(f"[{name}] must be a table")
-            continue
-        if name == "plugins":
-            value = dict(value)
-            plugin_tables = {k: value.pop(k) for k in list(value) if isinstance(value[k], dict)}
-        sections[name] = build_settings(SECTIONS[name], value, f"[{name}]", errors)
-    if errors:
-        raise ConfigError(f"{source}: " + "; ".join(errors))
-    return Config(**sections, plugin_tables=plugin_tables)
-
-
-def build_settings(cls: type[T], table: dict[str, Any], where: str, errors: list[str]) -> T:
-    """Build dataclass ``cls`` from a TOML table, appending one message per bad key."""
-    hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in known:
-            errors.append(f"{where} unknown key {key!r}")
-            continue
-        problem = _check_value(value, hints[key], known[key].metadata.get("minimum"))
-        if problem:
-            errors.append(f"{where} {key} {problem}")
-        else:
-            values[key] = float(value) if hints[key] is float else value
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as exc:  # a plugin's own __post_init__ validation
-        errors.append(f"{where} {exc}")
-        return cls()
-
-
-def _check_value(value: Any, hint: Any, minimum: float | None) -> str | None:
-    """Why ``value`` does not fit the type ``hint``, or None when it does."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = [h for h in typing.get_args(hint) if h is not type(None)]
-        return (
-            None
-            if any(_check_value(value, h, minimum) is None for h in options)
-            else (f"has the wrong type (got {value!r})")
-        )
-    if hint is bool:
-        return None if isinstance(value, bool) else f"must be true or false (got {value!r})"
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an integer (got {value!r})"
-    elif hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be a number (got {value!r})"
-    elif hint is str:
-        return None if isinstance(value, str) else f"must be a string (got {value!r})"
-    elif origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        if not isinstance(value, list) or (
-            item is str and not all(isinstance(v, str) for v in value)
-        ):
-            return f"must be a list of strings (got {value!r})"
-        return None
-    elif origin is dict or hint is dict:
-        return None if isinstance(value, dict) else f"must be a table (got {value!r})"
-    else:
-        return None
-    if minimum is not None and value < minimum:
-        return f"must be at least {minimum:g} (got {value!r})"
-    return None
-
-
-# -- writing ---------------------------------------------------------------------------------
-
-
-def default_config_data(plugin_paths: list[str] | None = None) -> dict[str, Any]:
-    """Every setting with its default, as a TOML-ready dict."""
-    data: dict[str, Any] = {}
-    for name, cls in SECTIONS.items():
-        data[name] = dataclasses.asdict(cls())
-    if plugin_paths is not None:
-        data["plugins"]["paths"] = plugin_paths
-    return data
-
-
-def write_default_config(home: Home, *, plugin_paths: list[str] | None = None) -> bool:
-    """Write ``config.toml`` with every default; never overwrite. Returns True if written."""
-    from .fsutil import atomic_write
-
-    if home.config_file.exists():
-        return False
-    try:
-        atomic_write(
-            home.config_file,
-            dumps_toml(default_config_data(plugin_paths)).encode(),
-            exclusive=True,
-        )
-    except FileExistsError:
-        return False
-    return True

@@ -1,0 +1,50 @@
+"""Configuration: ``config.toml`` read into frozen settings.
+
+The settings are dataclasses, one per TOML table (``settings``); their defaults are the
+documented defaults. Loading (``loading``) reports every bad key in one ``ConfigError``, each
+named as ``[table] key``. TOML itself is read and written by ``smarthole.formats``.
+"""
+
+from .loading import (
+    build_settings,
+    default_config_data,
+    load_config,
+    parse_config,
+    write_default_config,
+)
+from .settings import (
+    DEFAULT_INSTRUCTIONS,
+    DEFAULT_PERSONA,
+    SECTIONS,
+    AgentSettings,
+    Config,
+    ConversationSettings,
+    DaemonSettings,
+    InboxSettings,
+    ModelSettings,
+    PluginSettings,
+    RetrySettings,
+    TitleSettings,
+    WorkspaceSettings,
+)
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "DEFAULT_PERSONA",
+    "SECTIONS",
+    "AgentSettings",
+    "Config",
+    "ConversationSettings",
+    "DaemonSettings",
+    "InboxSettings",
+    "ModelSettings",
+    "PluginSettings",
+    "RetrySettings",
+    "TitleSettings",
+    "WorkspaceSettings",
+    "build_settings",
+    "default_config_data",
+    "load_config",
+    "parse_config",
+    "write_default_config",
+]
