@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .agent.prompts import UNTITLED, UNTITLED_INTERRUPTED
-from .db.events import EventLog
+from .db.events import EventLog, about
 from .db.ledger import Ledger
 from .db.outbox import OutboxRecord
 from .db.pending import PendingQuestions
@@ -131,8 +131,7 @@ class Conversations:
         self.store.set_title(conversation.id, title, pinned=True)
         self.events.emit(
             "conversation_renamed",
-            conversation=conversation.id,
-            channel=conversation.channel,
+            **about(conversation),
             title=title,
         )
         return self.store.conversation(conversation.id) or conversation
@@ -143,8 +142,7 @@ class Conversations:
             self.store.reopen_conversation(conversation.id)
             self.events.emit(
                 "conversation_resumed",
-                conversation=conversation.id,
-                channel=conversation.channel,
+                **about(conversation),
                 reopened=True,
             )
         return self.store.conversation(conversation.id) or conversation
@@ -155,9 +153,7 @@ class Conversations:
         if active is None:
             return None
         if self.store.end_conversation(active.id, reason):
-            self.events.emit(
-                "conversation_ended", conversation=active.id, channel=active.channel, reason=reason
-            )
+            self.events.emit("conversation_ended", **about(active), reason=reason)
         return self.store.conversation(active.id)
 
     def mark_interrupted_untitled(self, conversation_id: str) -> None:

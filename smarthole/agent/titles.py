@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..db.events import about
 from ..errors import ModelError
 from .prompts import (
     SUMMARY_REQUEST,
@@ -83,8 +84,7 @@ class Titler:
         if self.store.set_title(conversation.id, title or UNTITLED, state=state):
             self.events.emit(
                 "title_generated",
-                conversation=conversation.id,
-                channel=conversation.channel,
+                **about(conversation),
                 turn=conversation.turns,
                 title=title or UNTITLED,
                 fallback=title is None,
@@ -105,8 +105,7 @@ class Titler:
         self.store.set_summary(conversation.id, summary, state="done" if summary else "failed")
         self.events.emit(
             "summary_generated",
-            conversation=conversation.id,
-            channel=conversation.channel,
+            **about(conversation),
             turn=conversation.turns,
             summary=summary,
         )

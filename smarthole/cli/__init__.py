@@ -103,13 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--conversation", metavar="ID", help="continue this conversation")
     target.add_argument("--new", action="store_true", help="start a new conversation")
     p.add_argument("--wait", action="store_true", help="wait for the reply and print it")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        metavar="SECONDS",
-        help="how long --wait waits (default 300)",
-    )
+    number_option(p, "--timeout", 300.0, "SECONDS", "how long --wait waits")
     p.add_argument("text", nargs="+", help="the message (use - to read standard input)")
 
     command("demo", commands.demo, "watch a scripted exchange against a bundled fake API")
@@ -150,13 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the channel's most recent conversation",
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="how long to wait for each reply (default 600)",
-    )
+    number_option(p, "--timeout", 600.0, "SECONDS", "how long to wait for each reply")
 
     p = command("export", commands.export, "export a conversation as JSON or Markdown")
     p.add_argument("id", metavar="ID")
@@ -180,13 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversation", metavar="ID")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.add_argument(
-        "--limit",
-        type=int,
-        default=100,
-        metavar="N",
-        help="how many past events to print first (default 100)",
-    )
+    number_option(p, "--limit", 100, "N", "how many past events to print first")
 
     p = command("plugins", commands.plugins, "list plugins, their hooks and tools")
     p.add_argument("--json", action="store_true")
@@ -199,3 +181,16 @@ def print_json(data: Any) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+def number_option(
+    parser: argparse.ArgumentParser, flag: str, default: float, metavar: str, help: str
+) -> None:
+    """A numeric option whose help ends with its default; an int default takes ints only."""
+    parser.add_argument(
+        flag,
+        type=type(default),
+        default=default,
+        metavar=metavar,
+        help=f"{help} (default {default:g})",
+    )

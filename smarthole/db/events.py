@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..formats import parse_time
 
 if TYPE_CHECKING:
+    from .records import Conversation
     from .store import Store
 
 EVENT_TYPES = (
@@ -76,6 +77,11 @@ class Event:
             data=json.loads(row["data"]),
             id=row["id"],
         )
+
+
+def about(conversation: Conversation) -> dict[str, Any]:
+    """The ``conversation`` and ``channel`` an event about ``conversation`` carries."""
+    return {"conversation": conversation.id, "channel": conversation.channel}
 
 
 class EventLog:

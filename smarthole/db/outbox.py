@@ -12,9 +12,10 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 
 from ..formats import FRONT_MATTER_FENCE, dumps_toml, iso, parse_time
+from .records import from_row
 
 if TYPE_CHECKING:
     from ..home import Home
@@ -24,6 +25,18 @@ logger = logging.getLogger(__name__)
 
 KINDS = ("response", "message", "question", "error")
 FINAL_KINDS = ("response", "error")
+
+
+class ItemFields(TypedDict):
+    """What a caller says about a new outbox item; the store adds its id, file and time."""
+
+    in_reply_to: str
+    conversation: str | None
+    channel: str
+    turn: int | None
+    kind: str
+    text: str
+    waiting_for_reply: NotRequired[bool]
 
 
 @dataclass(frozen=True)
@@ -87,17 +100,13 @@ class OutboxRecord:
         self.store = store
 
     def _item(self, row: sqlite3.Row) -> OutboxItem:
-        return OutboxItem(
-            id=row["id"],
-            in_reply_to=row["in_reply_to"],
+        return from_row(
+            OutboxItem,
+            row,
             conversation=row["conversation_id"],
-            channel=row["channel"],
-            turn=row["turn"],
-            kind=row["kind"],
             waiting_for_reply=bool(row["waiting_for_reply"]),
-            text=row["text"],
             path=self.folder / row["file_name"],
-            created_at=parse_time(row["created_at"]),
+            times=("created_at",),
         )
 
     def items_for(self, in_reply_to: str) -> list[OutboxItem]:
@@ -109,17 +118,7 @@ class OutboxRecord:
         )
         return [self._item(row) for row in rows]
 
-    def plan(
-        self,
-        item_id: str,
-        in_reply_to: str,
-        conversation: str | None,
-        channel: str,
-        turn: int | None,
-        kind: str,
-        text: str,
-        waiting_for_reply: bool,
-    ) -> tuple[OutboxItem, str]:
+    def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
         """Record an item under a fixed id (once); returns it and its state."""
         created_at = self.store.now()
         with self.store.transaction() as db:
@@ -129,13 +128,13 @@ class OutboxRecord:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned') ON CONFLICT (id) DO NOTHING",
                 (
                     item_id,
-                    in_reply_to,
-                    conversation,
-                    channel,
-                    turn,
-                    kind,
-                    int(waiting_for_reply),
-                    text,
+                    item["in_reply_to"],
+                    item["conversation"],
+                    item["channel"],
+                    item["turn"],
+                    item["kind"],
+                    int(item.get("waiting_for_reply", False)),
+                    item["text"],
                     file_name(parse_time(created_at), item_id),
                     created_at,
                 ),

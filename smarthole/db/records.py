@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -27,6 +27,23 @@ def unique_match(
         listed = ", ".join(key(c) for c in candidates[:5])
         raise LookupFailed(f"{wanted!r} is ambiguous: it matches {noun}s {listed}")
     return candidates[0]
+
+
+def from_row(cls: type[T], row: sqlite3.Row, *, times: tuple[str, ...] = (), **converted: Any) -> T:
+    """``cls`` built from ``row``: each field from the column of its name unless given.
+
+    ``times`` names the columns holding ISO times (NULL stays None). The row mappers name only
+    what needs converting, so a new column is one field, not one more line in every mapper.
+    """
+    values = {}
+    for name in (f.name for f in fields(cls)):  # type: ignore[arg-type]
+        if name in converted:
+            values[name] = converted[name]
+        elif name in times:
+            values[name] = parse_time(row[name]) if row[name] else None
+        else:
+            values[name] = row[name]
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -52,20 +69,8 @@ class Conversation:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Conversation:
-        return cls(
-            id=row["id"],
-            channel=row["channel"],
-            title=row["title"],
-            title_pinned=bool(row["title_pinned"]),
-            summary=row["summary"],
-            turns=row["turns"],
-            created_at=parse_time(row["created_at"]),
-            updated_at=parse_time(row["updated_at"]),
-            ended_at=parse_time(row["ended_at"]) if row["ended_at"] else None,
-            end_reason=row["end_reason"],
-            title_state=row["title_state"],
-            summary_state=row["summary_state"],
-        )
+        times = ("created_at", "updated_at", "ended_at")
+        return from_row(cls, row, times=times, title_pinned=bool(row["title_pinned"]))
 
 
 @dataclass(frozen=True)
@@ -82,17 +87,7 @@ class Turn:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Turn:
-        return cls(
-            conversation_id=row["conversation_id"],
-            number=row["number"],
-            message_id=row["message_id"],
-            status=row["status"],
-            started_at=parse_time(row["started_at"]),
-            finished_at=parse_time(row["finished_at"]) if row["finished_at"] else None,
-            error=row["error"],
-            note=row["note"],
-            end_requested=row["end_requested"],
-        )
+        return from_row(cls, row, times=("started_at", "finished_at"))
 
 
 @dataclass(frozen=True)
@@ -123,16 +118,7 @@ class StoredMessage:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> StoredMessage:
-        return cls(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            turn=row["turn"],
-            role=row["role"],
-            kind=row["kind"],
-            content=json.loads(row["content"]),
-            created_at=parse_time(row["created_at"]),
-            tool_use_id=row["tool_use_id"],
-        )
+        return from_row(cls, row, times=("created_at",), content=json.loads(row["content"]))
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ a reply is never written twice.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
-from ..db.outbox import KINDS, OutboxItem, OutboxRecord
+from ..db.outbox import KINDS, ItemFields, OutboxItem, OutboxRecord
 from ..formats import new_id
 from ..fsutil import atomic_write
 
@@ -33,32 +33,12 @@ class Outbox(OutboxRecord):
         self.plugins = plugins
         self.events = events
 
-    def send(
-        self,
-        *,
-        item_id: str | None = None,
-        in_reply_to: str,
-        conversation: str | None,
-        channel: str,
-        turn: int | None,
-        kind: str,
-        text: str,
-        waiting_for_reply: bool = False,
-    ) -> OutboxItem:
+    def send(self, *, item_id: str | None = None, **item: Unpack[ItemFields]) -> OutboxItem:
         """Plan, write and deliver one item; calling again with the same id does no more."""
-        assert kind in KINDS, kind
-        item, state = self.plan(
-            item_id or new_id(),
-            in_reply_to,
-            conversation,
-            channel,
-            turn,
-            kind,
-            text,
-            waiting_for_reply,
-        )
-        self._complete(item, state)
-        return item
+        assert item["kind"] in KINDS, item["kind"]
+        planned, state = self.plan(item_id or new_id(), **item)
+        self._complete(planned, state)
+        return planned
 
     def _complete(self, item: OutboxItem, state: str) -> None:
         if state == "planned":

@@ -14,10 +14,11 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..agent.prompts import system_prompt
 from ..conversations import Conversations
+from ..db.events import about
 from ..db.pending import PendingQuestion, PendingQuestions
 from ..db.records import Conversation
 from ..errors import InternalError, LookupFailed, MessageError, ModelError, TurnError
@@ -41,6 +42,13 @@ logger = logging.getLogger(__name__)
 def final_reply_id(message_id: str, generation: int) -> str:
     """The id of a message's final outbox item: fixed, so writing it is idempotent."""
     return hashlib.sha256(f"final:{generation}:{message_id}".encode()).hexdigest()[:16]
+
+
+class Failure(NamedTuple):
+    """A failed attempt: what went wrong and how many attempts the message has had."""
+
+    error: TurnError
+    attempts: int
 
 
 @dataclass
@@ -98,8 +106,7 @@ class Processor:
             if turn.status in ("interrupted", "failed"):
                 self.events.emit(
                     "conversation_resumed",
-                    conversation=conversation.id,
-                    channel=conversation.channel,
+                    **about(conversation),
                     turn=turn.number,
                     message_id=entry.id,
                     previous_status=turn.status,
@@ -152,8 +159,7 @@ class Processor:
         conversation = self.store.create_conversation(entry.channel)
         self.events.emit(
             "conversation_started",
-            conversation=conversation.id,
-            channel=conversation.channel,
+            **about(conversation),
             message_id=entry.id,
         )
         return conversation
@@ -182,8 +188,7 @@ class Processor:
             return False
         self.events.emit(
             "conversation_ended",
-            conversation=conversation.id,
-            channel=conversation.channel,
+            **about(conversation),
             reason=reason,
         )
         return True
@@ -280,21 +285,17 @@ class Processor:
                 "error",
                 [{"type": "text", "text": str(error)}],
             )
-            outcome = self._after_failure(entry, conversation, number, error, attempts)
+            outcome = self._after_failure(entry, conversation, number, Failure(error, attempts))
         self.app.plugins.notify("turn_failed", message=entry.message, error=error)
         if outcome == "dead":
-            self._give_up(entry, conversation, number, error, attempts)
+            self._give_up(entry, conversation, number, Failure(error, attempts))
         return outcome
 
     def _after_failure(
-        self,
-        entry: LedgerEntry,
-        conversation: Conversation,
-        number: int,
-        error: TurnError,
-        attempts: int,
+        self, entry: LedgerEntry, conversation: Conversation, number: int, failure: Failure
     ) -> str:
         """Defer the message for a later attempt (inside the caller's transaction), or not."""
+        error, attempts = failure
         retry = self.config.retry
         if error.retryable and attempts < retry.max_attempts:
             delay = backoff_delay(
@@ -324,17 +325,13 @@ class Processor:
         return "dead"
 
     def _give_up(
-        self,
-        entry: LedgerEntry,
-        conversation: Conversation,
-        number: int,
-        error: TurnError,
-        attempts: int,
+        self, entry: LedgerEntry, conversation: Conversation, number: int, failure: Failure
     ) -> None:
         """A dead message: the error reply, then the turn, the ledger and the event in one commit.
 
         The reply is written first under a fixed id, so a crash in between writes it once.
         """
+        error, attempts = failure
         self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
         with self.store.transaction():
             self.store.update_turn(conversation.id, number, status="failed", error=str(error))
@@ -357,8 +354,7 @@ class Processor:
         """Record an event of this message's turn (inside ``db``'s transaction when given)."""
         self.events.emit(
             type,
-            conversation=conversation.id,
-            channel=conversation.channel,
+            **about(conversation),
             turn=number,
             message_id=entry.id,
             db=db,
@@ -379,8 +375,7 @@ class Processor:
         self.outbox.send(
             item_id=final_reply_id(entry.id, entry.generation),
             in_reply_to=entry.id,
-            conversation=conversation.id,
-            channel=conversation.channel,
+            **about(conversation),
             turn=number,
             kind=kind,
             text=text,
