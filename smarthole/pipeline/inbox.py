@@ -164,11 +164,14 @@ class Inbox:
         except MessageError as exc:
             return self._reject(claimed, name, str(exc))
         channel = self._channel_for(message)
-        admission = self.ledger.admit(message, channel=channel, claimed_path=claimed)
+        with self.store.transaction():  # a duplicate's count and its event: one commit
+            admission = self.ledger.admit(message, channel=channel, claimed_path=claimed)
+            if admission is Admission.DUPLICATE:
+                self._record_duplicate(message, channel)
         if admission is Admission.CONFLICT:
             return self._reject(claimed, name, "id reused with different content", message)
         if admission is Admission.DUPLICATE:
-            self._skip_duplicate(claimed, message, channel)
+            _remove(claimed)
             return Claim(name, admission, message)
         logger.info(
             "claimed %s as message %s (channel %s)", message.source_name, message.id, channel
@@ -176,7 +179,7 @@ class Inbox:
         self.plugins.notify("message_received", message=message.with_channel(channel))
         return Claim(name, admission, message)
 
-    def _skip_duplicate(self, claimed: Path, message: Message, channel: str) -> None:
+    def _record_duplicate(self, message: Message, channel: str) -> None:
         """A file that repeats a message already taken (same id; see ``derive_id``)."""
         logger.warning(
             "skipped %s: a duplicate of message %s, which was already taken",
@@ -192,7 +195,6 @@ class Inbox:
             message_id=message.id,
             source_name=message.source_name,
         )
-        _remove(claimed)
 
     def _channel_for(self, message: Message) -> str:
         if message.channel:

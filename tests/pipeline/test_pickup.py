@@ -357,6 +357,39 @@ def test_a_restored_file_with_the_same_name_bytes_and_time_is_skipped_loudly(
     assert "duplicates skipped: 1" in status_text(home, capsys)
 
 
+def test_a_duplicate_is_counted_and_announced_in_one_commit(home, fake, env, monkeypatch):
+    """If the event cannot be stored, the count is not raised either, and the file stays."""
+    from smarthole.db.events import EventLog
+
+    fake.default = text("noted")
+    reply = home / "inbox" / "reply.txt"
+    reply.write_text("yes")
+    moment = reply.stat().st_mtime_ns
+    run_once(home, env)
+    reply.write_text("yes")
+    os.utime(reply, ns=(moment, moment))
+    emit = EventLog.emit
+
+    def failing_emit(self, type, **kwargs):
+        if type == "duplicate_skipped":
+            raise sqlite3.OperationalError("disk I/O error")
+        return emit(self, type, **kwargs)
+
+    monkeypatch.setattr(EventLog, "emit", failing_emit)
+    run_once(home, env)
+    counts = [row["duplicates"] for row in db(home).execute("SELECT duplicates FROM inbox")]
+    assert counts == [0]
+    assert not list(db(home).execute("SELECT * FROM events WHERE type = 'duplicate_skipped'"))
+    stranded = [p for p in Home(home).claimed.iterdir() if p.name.endswith("reply.txt")]
+    assert stranded, "the duplicate's file was removed unrecorded"
+    monkeypatch.setattr(EventLog, "emit", emit)
+    run_once(home, env)
+    counts = [row["duplicates"] for row in db(home).execute("SELECT duplicates FROM inbox")]
+    assert counts == [1]
+    assert len(list(db(home).execute("SELECT * FROM events WHERE type = 'duplicate_skipped'"))) == 1
+    assert len(finals(home)) == 1
+
+
 def test_a_database_from_before_duplicate_counts_is_migrated(tmp_path):
     path = tmp_path / "old.db"
     store = Store.open(path, clock=lambda: datetime.now(UTC))
