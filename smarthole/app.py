@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .config import Config, build_settings, load_config
+from .config.teams import TeamAgent, resolve_team
 from .errors import ConfigError, PluginError
 from .formats import Clock, utc_now
 from .home import Home
@@ -38,6 +39,7 @@ class App:
         self.plugins = plugins
         self.clock = clock
         self.tools = ToolRegistry()
+        self.team: dict[str, TeamAgent] = {}
         self._settings: dict[str, Any] = {}
         self._store: Store | None = None
 
@@ -71,6 +73,12 @@ class App:
         try:
             app._load_settings()
             app._load_tools()
+            app.team = resolve_team(
+                config.agents,
+                home=home,
+                default_model=config.model.name,
+                tool_names={tool.name for tool in app.tools},
+            )
         except BaseException:
             app.close()  # a plugin may have opened the store before another one failed
             raise

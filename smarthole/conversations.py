@@ -14,12 +14,12 @@ from .db.events import EventLog, about
 from .db.ledger import Ledger
 from .db.outbox import OutboxRecord
 from .db.pending import PendingQuestions
-from .db.records import Conversation, unique_match
+from .db.records import Conversation, StoredMessage, unique_match
 from .db.store import Store
 from .errors import UsageError
 
 HIDE_ENDED_AFTER = timedelta(days=30)
-ENTRY_AGENT = "smarthole"
+CONTEXT_ROLES = ("human", "entry_agent")
 
 
 @dataclass(frozen=True)
@@ -147,13 +147,25 @@ class Conversations:
             )
         return self.store.conversation(conversation.id) or conversation
 
+    def start(self, channel: str, message_id: str) -> Conversation:
+        """A new conversation on ``channel``, started by inbox message ``message_id``."""
+        conversation = self.store.create_conversation(channel)
+        self.events.emit("conversation_started", **about(conversation), message_id=message_id)
+        return conversation
+
+    def end(self, conversation: Conversation, reason: str) -> bool:
+        """End a conversation (its summary becomes due). False if it had already ended."""
+        if not self.store.end_conversation(conversation.id, reason):
+            return False
+        self.events.emit("conversation_ended", **about(conversation), reason=reason)
+        return True
+
     def end_active(self, channel: str, *, reason: str = "new") -> Conversation | None:
         """End the channel's active conversation; returns it, or None if there was none."""
         active = self.store.active_conversation(channel)
         if active is None:
             return None
-        if self.store.end_conversation(active.id, reason):
-            self.events.emit("conversation_ended", **about(active), reason=reason)
+        self.end(active, reason)
         return self.store.conversation(active.id)
 
     def mark_interrupted_untitled(self, conversation_id: str) -> None:
@@ -171,30 +183,87 @@ class Conversations:
             self.store.delete_conversation(conversation.id)
         return removed
 
-    def export(self, conversation: Conversation, outbox: OutboxRecord) -> dict[str, Any]:
-        """What the person said and the agent's user-facing replies; no tool internals."""
-        turns: list[dict[str, Any]] = []
-        said: dict[int, list[dict[str, Any]]] = {}
+    def export(
+        self, conversation: Conversation, outbox: OutboxRecord, *, entry_agent: str
+    ) -> dict[str, Any]:
+        """What the person said and the entry agent's user-facing replies; no tool internals.
+
+        The replies are the turn's outbox items (messages, questions, the response); a turn
+        with none (an imported one) gives its stored reply text instead.
+        """
+        said: dict[int, list[str]] = {}
         for item in outbox.items_for_conversation(conversation.id):
-            if (
-                item.kind in ("message", "question", "response")
-                and item.text.strip()
-                and item.turn is not None
-            ):
-                said.setdefault(item.turn, []).append(
-                    {"turn": item.turn, "role": "entry_agent", "content": item.text}
-                )
-        for message in self.store.messages(conversation.id):
-            if message.kind == "user":
-                turns.append({"turn": message.turn, "role": "human", "content": message.text})
-                turns.extend(said.pop(message.turn, []))
+            if item.kind in ("message", "question", "response") and item.text.strip():
+                said.setdefault(item.turn or 0, []).append(item.text)
+        turns: list[dict[str, Any]] = []
+        for number, messages in self._by_turn(conversation.id).items():
+            for message in messages:
+                if message.kind == "user":
+                    turns.append({"turn": number, "role": "human", "content": message.text})
+            replies = said.pop(number, None)
+            if replies is None:
+                replies = [m.text for m in messages if m.kind == "assistant" and m.text.strip()]
+                replies = replies[-1:]  # the final reply, not the words around tool calls
+            turns.extend({"turn": number, "role": "entry_agent", "content": r} for r in replies)
         return {
             "conversation_id": conversation.id,
             "channel": conversation.channel,
             "title": conversation.title or UNTITLED,
-            "entry_agent": ENTRY_AGENT,
+            "entry_agent": entry_agent,
             "turns": turns,
         }
+
+    def _by_turn(self, conversation_id: str) -> dict[int, list[StoredMessage]]:
+        grouped: dict[int, list[StoredMessage]] = {}
+        for message in self.store.messages(conversation_id):
+            grouped.setdefault(message.turn, []).append(message)
+        return grouped
+
+    def import_context(self, data: Any, *, channel: str) -> Conversation:
+        """A new (ended) conversation whose history is a context object's turns.
+
+        Each human turn starts a turn of the conversation; entry agent turns are its replies.
+        ``UsageError`` names what is wrong with an object that is not of that shape.
+        """
+        turns = parse_context(data)
+        conversation = self.store.create_conversation(channel)
+        with self.store.transaction() as db:
+            number = 0
+            for role, content in turns:
+                if role == "human" or number == 0:
+                    number = self.store.start_turn(
+                        db, conversation.id, f"import:{conversation.id}:{number + 1}"
+                    )
+                    self.store.complete_turn(db, conversation.id, number, note="imported")
+                kind = "user" if role == "human" else "assistant"
+                block = [{"type": "text", "text": content}]
+                self.store.append_message(conversation.id, number, kind, kind, block, db=db)
+        self.end(conversation, "imported")
+        return self.store.conversation(conversation.id) or conversation
+
+
+def context_of(export: dict[str, Any]) -> dict[str, Any]:
+    """Seed 001's context JSON from an export: the entry agent and the turns, nothing else."""
+    turns = [{"role": t["role"], "content": t["content"]} for t in export["turns"]]
+    return {"entry_agent": export["entry_agent"], "turns": turns}
+
+
+def parse_context(data: Any) -> list[tuple[str, str]]:
+    """The ``(role, content)`` pairs of a context object; ``UsageError`` if it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
+        raise UsageError('not a conversation context: it needs a "turns" list')
+    pairs = []
+    for index, turn in enumerate(data["turns"], 1):
+        if not isinstance(turn, dict) or turn.get("role") not in CONTEXT_ROLES:
+            role = turn.get("role") if isinstance(turn, dict) else turn
+            raise UsageError(f"turn {index}: unknown role {role!r} (human or entry_agent)")
+        content = turn.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise UsageError(f"turn {index}: content must be non-empty text")
+        pairs.append((turn["role"], content))
+    if not pairs:
+        raise UsageError("not a conversation context: its turns list is empty")
+    return pairs
 
 
 def resolve_conversation(store: Store, wanted: str) -> Conversation:

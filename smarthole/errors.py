@@ -91,6 +91,24 @@ class InternalError(TurnError):
         super().__init__(message, retryable=True, kind="internal")
 
 
+class TeamRequestError(TurnError):
+    """A team task asked for something the configuration cannot give (an unknown agent...).
+
+    Retrying cannot help until the request or ``config.toml`` changes, so it is not retried.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False, kind="team_request")
+
+
+class TurnInterrupted(Exception):
+    """A stop was requested; the turn stopped at a committed boundary and resumes later.
+
+    Not a ``SmartholeError``: nothing went wrong. It passes through tools (a team task runs
+    inside ``start_task``) up to the processor, which leaves the message to be resumed.
+    """
+
+
 class ToolError(SmartholeError):
     """A tool could not do what it was asked; the text is shown to the model as is."""
 

@@ -35,7 +35,7 @@ class FailureRecorder:
 def test_a_bug_inside_processing_is_an_internal_error_not_a_model_error(
     home, fake, env, monkeypatch
 ):
-    def buggy_run(self, session):
+    def buggy_run(self, session, **options):
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr("smarthole.agent.loop.Agent.run", buggy_run)

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("db",),
     ("hookspecs", "plugins", "tools", "app"),
     ("agent",),
+    ("teams",),
     ("pipeline", "conversations"),
     ("daemon",),
     (

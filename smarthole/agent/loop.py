@@ -15,7 +15,7 @@ from .client import IN_DOUBT, ModelClient, ModelReply
 
 if TYPE_CHECKING:
     from ..db.records import StoredMessage
-    from ..tools import Tool, ToolContext, ToolRegistry, ToolResult
+    from ..tools import Tool, ToolContext, ToolResult, ToolSet
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class Agent:
     def __init__(
         self,
         client: ModelClient,
-        tools: ToolRegistry,
+        tools: ToolSet,
         *,
         max_tool_iterations: int,
     ) -> None:
@@ -64,7 +64,11 @@ class Agent:
         self.tools = tools
         self.max_tool_iterations = max_tool_iterations
 
-    def run(self, session: TurnSession) -> TurnOutcome:
+    def run(
+        self, session: TurnSession, *, tools: ToolSet | None = None, model: str | None = None
+    ) -> TurnOutcome:
+        """Run one turn to its reply, with ``tools`` and ``model`` instead of the defaults."""
+        tools = self.tools if tools is None else tools
         trimmed = False
         while True:
             session.check_stop()
@@ -75,7 +79,7 @@ class Agent:
                 if missing:
                     for block in missing:
                         session.check_stop()
-                        self._run_tool(session, block)
+                        self._run_tool(session, block, tools)
                     continue
                 if not last.tool_uses:
                     return TurnOutcome(text=last.text.strip())
@@ -86,7 +90,8 @@ class Agent:
                 reply = self.client.complete(
                     system=session.system(),
                     messages=session.history(),
-                    tools=self.tools.specs(),
+                    tools=tools.specs(),
+                    model=model,
                 )
             except ModelError as exc:
                 if exc.prompt_too_long and not trimmed and session.trim_history():
@@ -96,10 +101,10 @@ class Agent:
                 raise
             session.record_assistant(_complete_blocks(reply))
 
-    def _run_tool(self, session: TurnSession, block: dict[str, Any]) -> None:
+    def _run_tool(self, session: TurnSession, block: dict[str, Any], tools: ToolSet) -> None:
         from ..tools import ToolResult
 
-        tool: Tool | None = self.tools.get(block["name"])
+        tool: Tool | None = tools.get(block["name"])
         if tool is None:
             session.record_tool_result(
                 block, ToolResult(f"Error: unknown tool {block['name']!r}", is_error=True)

@@ -73,7 +73,7 @@ def configure_logging(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import chat, commands
+    from . import chat, commands, teams
 
     parser = argparse.ArgumentParser(
         prog="smarthole",
@@ -148,7 +148,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("export", commands.export, "export a conversation as JSON or Markdown")
     p.add_argument("id", metavar="ID")
-    p.add_argument("--format", choices=("json", "markdown"), default="json")
+    p.add_argument(
+        "--format",
+        choices=("json", "markdown", "context"),
+        default="json",
+        help="json (default), markdown, or context: the entry agent and the turns only",
+    )
+
+    p = command("import", teams.import_context, "import a context JSON as a new conversation")
+    p.add_argument("file", metavar="FILE", help="the JSON file, or - for standard input")
+    p.add_argument("--channel", metavar="C", default="default", help="its channel (default)")
+
+    p = command("agents", teams.agents, "list the entry agent and the team agents")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = command("tasks", teams.tasks, "list team tasks (running ones and the last 10)")
+    p.add_argument("--all", action="store_true", help="list every task")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    tasks = p.add_subparsers(dest="tasks_command", metavar="ACTION")
+    q = tasks.add_parser("show", help="a task and its agent turns", description="show a task")
+    q.add_argument("id", metavar="ID")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.set_defaults(handler=teams.show)
+    q = tasks.add_parser("abort", help="stop a task", description="stop a task after its call")
+    q.add_argument("id", metavar="ID")
+    q.set_defaults(handler=teams.abort)
 
     p = command("new", commands.new, "end a channel's active conversation")
     p.add_argument("--channel", metavar="C", default="default")
@@ -166,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("events", commands.events, "print lifecycle events")
     p.add_argument("--conversation", metavar="ID")
+    p.add_argument("--task", metavar="ID", help="only the events of this team task")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     number_option(p, "--limit", 100, "N", "how many past events to print first")

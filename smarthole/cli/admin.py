@@ -18,6 +18,7 @@ from ..db.store import Store
 from ..formats import iso
 from ..fsutil import move_durably, unique_path
 from ..home import Home, holder
+from ..teams.control import running_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         }
         for q in PendingQuestions(store).all()
     ]
+    report["tasks"] = running_tasks(store)
     report["warnings"] = home_warnings(home)
     return report
 

@@ -226,15 +226,21 @@ def show(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from ..conversations import Conversations
+    from ..config import load_config
+    from ..conversations import Conversations, context_of
     from ..db.outbox import OutboxRecord
     from .render import export_markdown
 
     with opened(args) as (home, store):
         conversations = Conversations(store)
-        data = conversations.export(conversations.get(args.id), OutboxRecord(home, store))
+        entry = load_config(home).agent.name
+        data = conversations.export(
+            conversations.get(args.id), OutboxRecord(home, store), entry_agent=entry
+        )
     if args.format == "json":
         print_json(data)
+    elif args.format == "context":
+        print(json.dumps(context_of(data), indent=2, ensure_ascii=False))
     else:
         print(export_markdown(data))
     return 0
@@ -319,17 +325,21 @@ def events(args: argparse.Namespace) -> int:
         capture_signals(signals=INTERRUPT_SIGNALS, enabled=args.follow) as captured,
         opened(args) as (_, store),
     ):
-        conversation = None
+        conversation = task = None
         if args.conversation:
             from ..conversations import Conversations
 
             conversation = Conversations(store).get(args.conversation).id
+        if args.task:
+            from ..db.tasks import Tasks
+
+            task = Tasks(store).find(args.task).id
         log = EventLog(store)
         last_id = log.latest_id()
-        past = log.last(args.limit, conversation=conversation) if args.limit > 0 else []
+        past = log.last(args.limit, conversation=conversation, task=task) if args.limit > 0 else []
         last_id = _print_events(past, last_id, as_json=args.json)
         while args.follow and not captured.stop.wait(FOLLOW_POLL_SECONDS):
-            batch = log.since(last_id, conversation=conversation)
+            batch = log.since(last_id, conversation=conversation, task=task)
             last_id = _print_events(batch, last_id, as_json=args.json)
     return captured.exit_code()
 

@@ -160,6 +160,13 @@ def status_text(report: dict[str, Any]) -> str:
         lines.append(f"{title}: {len(items)}")
         for item in items:
             lines.append("  " + _status_item(key, item))
+    if report["tasks"]:
+        lines.append(f"team tasks running or interrupted: {len(report['tasks'])}")
+        for task in report["tasks"]:
+            lines.append(
+                f"  {task['id']} {task['status']} agents={','.join(task['agents'])} "
+                f"turns={task['turns_done']}/{task['max_turns']} conv={task['conversation'][:8]}"
+            )
     if report["duplicates_skipped"]:
         lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
     lines += [f"warning: {warning}" for warning in report["warnings"]]

@@ -5,8 +5,8 @@ documented defaults. Loading (``loading``) reports every bad key in one ``Config
 named as ``[table] key``. TOML itself is read and written by ``smarthole.formats``.
 """
 
+from .fields import build_settings
 from .loading import (
-    build_settings,
     default_config_data,
     load_config,
     parse_config,

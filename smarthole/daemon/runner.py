@@ -31,11 +31,13 @@ from ..db.events import EventLog
 from ..db.ledger import Ledger, LedgerEntry
 from ..db.pending import PendingQuestions
 from ..db.store import Store
+from ..db.tasks import Tasks
 from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
 from ..pipeline.inbox import Inbox, Watcher
 from ..pipeline.outbox import Outbox
 from ..pipeline.processor import Processor
+from ..teams import TeamRunner
 from .signals import STOP_SIGNALS, Signals, capture_signals
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ class Runtime:
             outbox=outbox,
             events=events,
             inbox=inbox,
+            teams=TeamRunner(app, agent, events, stop=stop),
             titler=titler,
             stop=stop,
         )
@@ -221,6 +224,9 @@ class Daemon:
                 message_id=turn.message_id,
                 at_start=True,
             )
+        tasks = Tasks(store).interrupt_active()
+        if tasks:
+            logger.warning("%d team task(s) were interrupted; they resume with their turns", tasks)
         requeued = runtime.ledger.requeue_in_progress()
         recovered = runtime.inbox.recover()
         for item in runtime.outbox.undelivered():
@@ -327,7 +333,7 @@ class Daemon:
             if conversation.id in waiting or conversation.channel in busy:
                 continue
             if self.clock() - conversation.updated_at > idle:
-                runtime.processor.end(conversation, "idle_timeout")
+                runtime.processor.conversations.end(conversation, "idle_timeout")
         runtime.titler.sweep()
 
     def _housekeeper(self, runtime: Runtime) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..formats import new_id
 from .connection import Database
-from .records import Conversation, Turn
+from .records import Conversation, Turn, like_prefix
 
 
 class ConversationTables(Database):
@@ -33,7 +33,7 @@ class ConversationTables(Database):
         return Conversation.from_row(row) if row else None
 
     def conversations_with_prefix(self, prefix: str) -> list[Conversation]:
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = like_prefix(prefix)
         rows = self.query(
             "SELECT * FROM conversations WHERE id LIKE ? ESCAPE '\\' LIMIT 10", (pattern,)
         )

@@ -39,6 +39,10 @@ EVENT_TYPES = (
     "conversation_renamed",
     "title_generated",
     "summary_generated",
+    "task_started",
+    "agent_turn_started",
+    "agent_turn_finished",
+    "task_finished",
 )
 
 
@@ -136,24 +140,41 @@ class EventLog:
         return event
 
     def since(
-        self, after_id: int = 0, *, conversation: str | None = None, limit: int = 1000
+        self,
+        after_id: int = 0,
+        *,
+        conversation: str | None = None,
+        task: str | None = None,
+        limit: int = 1000,
     ) -> list[Event]:
-        sql = "SELECT * FROM events WHERE id > ?"
-        params: list[Any] = [after_id]
-        if conversation is not None:
-            sql += " AND conversation_id = ?"
-            params.append(conversation)
-        rows = self.store.query(sql + " ORDER BY id LIMIT ?", [*params, limit])
+        where, params = _filters(conversation, task)
+        rows = self.store.query(
+            f"SELECT * FROM events WHERE id > ?{where} ORDER BY id LIMIT ?",
+            [after_id, *params, limit],
+        )
         return [Event.from_row(r) for r in rows]
 
     def latest_id(self) -> int:
         row = self.store.query_one("SELECT MAX(id) AS id FROM events")
         return int(row["id"] or 0) if row else 0
 
-    def last(self, limit: int, *, conversation: str | None = None) -> list[Event]:
-        sql, params = "SELECT * FROM events", []
-        if conversation is not None:
-            sql += " WHERE conversation_id = ?"
-            params.append(conversation)
-        rows = self.store.query(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
+    def last(
+        self, limit: int, *, conversation: str | None = None, task: str | None = None
+    ) -> list[Event]:
+        where, params = _filters(conversation, task)
+        rows = self.store.query(
+            f"SELECT * FROM events WHERE 1{where} ORDER BY id DESC LIMIT ?", [*params, limit]
+        )
         return [Event.from_row(r) for r in reversed(rows)]
+
+
+def _filters(conversation: str | None, task: str | None) -> tuple[str, list[Any]]:
+    """SQL conditions (each starting with AND) for the events of a conversation or a task."""
+    sql, params = "", []
+    if conversation is not None:
+        sql += " AND conversation_id = ?"
+        params.append(conversation)
+    if task is not None:
+        sql += " AND json_extract(data, '$.task') = ?"
+        params.append(task)
+    return sql, params

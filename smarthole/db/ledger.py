@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..formats import iso, parse_time
-from .records import Message
+from .records import Message, like_prefix
 from .store import Store
 
 ACTIVE = ("queued", "in_progress", "deferred")
@@ -125,7 +125,7 @@ class Ledger:
         return LedgerEntry.from_row(row) if row else None
 
     def with_prefix(self, prefix: str) -> list[LedgerEntry]:
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = like_prefix(prefix)
         rows = self.store.query(
             "SELECT * FROM inbox WHERE message_id LIKE ? ESCAPE '\\' LIMIT 10", (pattern,)
         )

@@ -29,6 +29,11 @@ def unique_match(
     return candidates[0]
 
 
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern (with ``ESCAPE '\\'``) matching the strings that start with ``prefix``."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def from_row(cls: type[T], row: sqlite3.Row, *, times: tuple[str, ...] = (), **converted: Any) -> T:
     """``cls`` built from ``row``: each field from the column of its name unless given.
 
@@ -140,6 +145,8 @@ class Message:
     new_conversation: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
     id_derived: bool = False
+    agents: tuple[str, ...] | None = None  # a team task: these agents work on the text
+    max_turns: int | None = None
 
     @property
     def sort_key(self) -> tuple[str, str]:
@@ -150,7 +157,7 @@ class Message:
 
     def to_json(self) -> str:
         """The form stored in the ledger, so a resumed message is never parsed again."""
-        data = {
+        data: dict[str, Any] = {
             "id": self.id,
             "text": self.text,
             "source_name": self.source_name,
@@ -162,10 +169,14 @@ class Message:
             "metadata": self.metadata,
             "id_derived": self.id_derived,
         }
+        if self.agents is not None:
+            data.update(agents=list(self.agents), max_turns=self.max_turns)
         return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> Message:
         data = json.loads(text)
         data["timestamp"] = parse_time(data["timestamp"])
+        if data.get("agents") is not None:
+            data["agents"] = tuple(data["agents"])
         return cls(**data)

@@ -9,15 +9,69 @@ from pathlib import Path
 from ..errors import StoreError
 from ..fsutil import PRIVATE_FILE, make_private
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+# Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
+# their tool loops live here, never among the human conversation's messages.
+TASK_TABLES = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    turn INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    started_by TEXT NOT NULL UNIQUE,
+    task TEXT NOT NULL,
+    agents TEXT NOT NULL,
+    max_turns INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    abort_requested INTEGER NOT NULL DEFAULT 0,
+    note TEXT,
+    result TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (status, created_at);
+CREATE INDEX IF NOT EXISTS tasks_by_conversation ON tasks (conversation_id, turn);
+CREATE TABLE IF NOT EXISTS task_turns (
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    text TEXT NOT NULL,
+    tool_calls TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (task_id, idx)
+);
+CREATE TABLE IF NOT EXISTS task_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    agent_turn INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_use_id TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_messages_by_turn ON task_messages (task_id, agent_turn, id);
+CREATE TABLE IF NOT EXISTS task_tool_calls (
+    tool_use_id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    agent_turn INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 1
+);
+"""
 
 # What turns a database of version N - 1 into version N. SCHEMA always creates the newest
 # tables, so a new database starts at SCHEMA_VERSION and runs none of these.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE inbox ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0",),
+    3: tuple(s.strip() for s in TASK_TABLES.split(";") if s.strip()),
 }
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
@@ -131,6 +185,8 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id);
 """
+    + TASK_TABLES
+)
 
 
 def connect(path: Path, *, check: bool) -> sqlite3.Connection:

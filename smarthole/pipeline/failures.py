@@ -41,6 +41,11 @@ def friendly_error(error: TurnError, message_id: str) -> str:
                 "Sorry, this conversation has grown too long for the model, so I could not "
                 "answer; start a new conversation and send it again."
             )
+        case "team_request":
+            return (
+                f"Sorry, I could not start that team task: {error}. Fix the request (or the "
+                f"[agents] tables of config.toml), then {retry}."
+            )
         case "invalid_request":
             return (
                 "Sorry, the AI service refused this request, so I could not answer this "

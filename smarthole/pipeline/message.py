@@ -29,7 +29,16 @@ from ..formats import (
 )
 
 SUFFIXES = (".md", ".txt", ".json")
-KEYS = {"id", "channel", "conversation", "new_conversation", "timestamp", "metadata"}
+KEYS = {
+    "id",
+    "channel",
+    "conversation",
+    "new_conversation",
+    "timestamp",
+    "metadata",
+    "agents",
+    "max_turns",
+}
 JSON_KEYS = KEYS | {"text"}
 DEFAULT_CHANNEL = "default"
 MAX_ID_LENGTH = 200
@@ -157,6 +166,7 @@ def _build(
     if not isinstance(metadata, dict):
         raise MessageError("metadata must be a table (an object)")
     timestamp = _timestamp(fields.get("timestamp"), modified)
+    agents, max_turns = _team_request(fields)
     return Message(
         id=message_id or derive_id(name, data, modified),
         id_derived=message_id is None,
@@ -168,7 +178,25 @@ def _build(
         conversation=conversation,
         new_conversation=new_conversation,
         metadata=_jsonable(metadata),
+        agents=agents,
+        max_turns=max_turns,
     )
+
+
+def _team_request(fields: dict[str, Any]) -> tuple[tuple[str, ...] | None, int | None]:
+    """``agents`` and ``max_turns``, checked for shape only: whether the agents exist is for
+    the daemon to say, in an error reply, since the configuration may change."""
+    agents = fields.get("agents")
+    max_turns = fields.get("max_turns")
+    if agents is None:
+        if max_turns is not None:
+            raise MessageError("max_turns is only meaningful with agents")
+        return None, None
+    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise MessageError("agents must be a list of agent names")
+    if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int)):
+        raise MessageError("max_turns must be an integer")
+    return tuple(agents), max_turns
 
 
 def _check_text_field(key: str, value: Any, limit: int) -> None:

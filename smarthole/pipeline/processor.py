@@ -16,18 +16,28 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..agent.loop import TurnOutcome
 from ..agent.prompts import system_prompt
 from ..conversations import Conversations
 from ..db.events import about
 from ..db.pending import PendingQuestion, PendingQuestions
 from ..db.records import Conversation
-from ..errors import InternalError, LookupFailed, MessageError, ModelError, TurnError
+from ..db.tasks import Tasks
+from ..errors import (
+    InternalError,
+    LookupFailed,
+    MessageError,
+    TeamRequestError,
+    TurnError,
+    TurnInterrupted,
+)
 from ..formats import iso
+from ..teams import HumanTurn, TeamRunner
 from .failures import backoff_delay, friendly_error
-from .turn import TurnInterrupted, TurnRun
+from .turn import TurnRun
 
 if TYPE_CHECKING:
-    from ..agent.loop import Agent, TurnOutcome
+    from ..agent.loop import Agent
     from ..agent.titles import Titler
     from ..app import App
     from ..db.events import EventLog
@@ -61,6 +71,7 @@ class Processor:
     outbox: Outbox
     events: EventLog
     inbox: Inbox
+    teams: TeamRunner | None = None
     titler: Titler | None = None
     stop: threading.Event | None = None
     rng: random.Random | None = None
@@ -69,6 +80,7 @@ class Processor:
         self.store = self.app.store
         self.config = self.app.config
         self.pending = PendingQuestions(self.store)
+        self.conversations = Conversations(self.store, self.events)
 
     # -- the attempt ------------------------------------------------------------------------
 
@@ -81,14 +93,14 @@ class Processor:
             return "dead"
         run = self._turn_run(entry, conversation, number)
         try:
-            outcome = self.agent.run(run)
+            outcome = self._run(entry, run)
         except TurnInterrupted:
             with self.store.transaction():
                 self.store.update_turn(conversation.id, number, status="interrupted")
                 self.ledger.set_status(entry.id, "queued")
                 self._turn_event("turn_interrupted", entry, conversation, number)
             return "interrupted"
-        except ModelError as exc:
+        except TurnError as exc:
             return self._failed(entry, conversation, number, exc)
         except Exception as exc:  # a bug or a broken plugin: log it, treat it as retryable
             logger.exception("turn of message %s failed unexpectedly", entry.id)
@@ -96,6 +108,21 @@ class Processor:
             return self._failed(entry, conversation, number, error)
         self._complete(entry, conversation, number, outcome)
         return "done"
+
+    def _run(self, entry: LedgerEntry, run: TurnRun) -> TurnOutcome:
+        """The entry agent's turn, or the team task an inbox file asked for directly."""
+        if entry.message.agents is None:
+            tools = self.app.tools if self.teams is None else self.teams.entry_tools(self.app.tools)
+            return self.agent.run(run, tools=tools)
+        said = [m for m in run.turn_messages() if m.kind == "assistant"]
+        if said:  # the team's result was stored before a crash
+            return TurnOutcome(text=said[-1].text)
+        if self.teams is None:
+            raise TeamRequestError("agent teams are not available here")
+        place = HumanTurn(run.conversation.id, run.conversation.channel, run.number, entry.id)
+        text = self.teams.answer(entry.message, place)
+        run.record_text(text)
+        return TurnOutcome(text=text)
 
     def _begin(self, entry: LedgerEntry) -> tuple[Conversation, int]:
         """Find this message's turn (a retry or resume), or start it."""
@@ -155,22 +182,15 @@ class Processor:
             reason = self._end_reason(active, new=message.new_conversation)
             if reason is None:
                 return active
-            self.end(active, reason)
-        conversation = self.store.create_conversation(entry.channel)
-        self.events.emit(
-            "conversation_started",
-            **about(conversation),
-            message_id=entry.id,
-        )
-        return conversation
+            self.conversations.end(active, reason)
+        return self.conversations.start(entry.channel, entry.id)
 
     def _targeted(self, wanted: str) -> Conversation:
-        conversations = Conversations(self.store, self.events)
         try:
-            conversation = conversations.get(wanted)
+            conversation = self.conversations.get(wanted)
         except LookupFailed as exc:
             raise MessageError(str(exc)) from exc
-        return conversations.reopen(conversation)
+        return self.conversations.reopen(conversation)
 
     def _end_reason(self, active: Conversation, *, new: bool) -> str | None:
         if new:
@@ -181,17 +201,6 @@ class Processor:
         if self.pending.get(active.id) is not None:
             return None  # it is waiting for this reply: the pending timeout governs instead
         return "idle_timeout"
-
-    def end(self, conversation: Conversation, reason: str) -> bool:
-        """End a conversation (its summary becomes due). False if it had already ended."""
-        if not self.store.end_conversation(conversation.id, reason):
-            return False
-        self.events.emit(
-            "conversation_ended",
-            **about(conversation),
-            reason=reason,
-        )
-        return True
 
     def _turn_run(self, entry: LedgerEntry, conversation: Conversation, number: int) -> TurnRun:
         if self.titler is not None:
@@ -267,7 +276,7 @@ class Processor:
                 note=outcome.note,
             )
             if turn is not None and turn.end_requested is not None:
-                self.end(conversation, "end_conversation")
+                self.conversations.end(conversation, "end_conversation")
         self.inbox.release(entry)
         if self.titler is not None:
             self.titler.title_due(conversation.id)
@@ -333,8 +342,9 @@ class Processor:
         """
         error, attempts = failure
         self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
-        with self.store.transaction():
+        with self.store.transaction() as db:
             self.store.update_turn(conversation.id, number, status="failed", error=str(error))
+            Tasks(self.store).fail_for_message(entry.id, str(error), db=db)
             self.inbox.set_aside(entry, str(error), attempts=attempts)
             self._turn_event(
                 "turn_failed", entry, conversation, number, attempts=attempts, error=str(error)

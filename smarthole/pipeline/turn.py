@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agent.history import to_api_messages
+from ..errors import TurnInterrupted
 from ..tools import ToolContext
 
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ if TYPE_CHECKING:
     from .outbox import Outbox
 
 API_KINDS = ("user", "assistant", "tool_result")
-
-
-class TurnInterrupted(Exception):
-    """A stop was requested; the turn stopped at a committed boundary and resumes later."""
 
 
 def derived_id(*parts: str) -> str:
@@ -144,6 +141,10 @@ class TurnRun:
         current = sum(len(str(m.content)) for m in stored if m.turn == self.number)
         self.budget_chars = current + earlier // 2
         return True
+
+    def record_text(self, text: str) -> None:
+        """Store a reply that no model call wrote (a team task's result) as the agent's."""
+        self._append("assistant", "assistant", [{"type": "text", "text": text}])
 
     # -- TurnControl ------------------------------------------------------------------------
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from time import monotonic
 from typing import Any
+
+# The line every team agent's system prompt carries (smarthole.teams.prompts.AGENT_LINE).
+_AGENT_LINE = re.compile(r'You are the agent "([a-z][a-z0-9_-]{0,31})" in a team')
 
 Responder = Callable[["RecordedRequest"], "Reply"]
 """Computes a reply from the request: ``fake.add(lambda req: text(req.model))``."""
@@ -192,6 +196,13 @@ class RecordedRequest:
     @property
     def messages(self) -> list[dict[str, Any]]:
         return list(self.body.get("messages") or [])
+
+    @property
+    def agent(self) -> str | None:
+        """The team agent this request is for, from its system prompt; None for the entry
+        agent (and for title and summary requests)."""
+        found = _AGENT_LINE.search(self.system_text)
+        return found.group(1) if found else None
 
     @property
     def tools(self) -> list[str]:

@@ -93,10 +93,21 @@ class FakeMessagesAPI:
         *,
         when: Callable[[RecordedRequest], bool] | None = None,
         times: int = 1,
+        agent: str | None = None,
+        entry_agent: bool = False,
     ) -> None:
-        """Script ``reply`` for the next ``times`` requests (that match ``when``, if given)."""
+        """Script ``reply`` for the next ``times`` requests (that match ``when``, if given).
+
+        With agent teams, ``agent="researcher"`` scripts a reply for that team agent's requests
+        only (matched on its system prompt), and ``entry_agent=True`` one for the agent the
+        person talks to; other requests pass such a reply by.
+        """
         if times < 1:
             raise ValueError(f"times must be at least 1, not {times}")
+        if agent is not None and entry_agent:
+            raise ValueError("give agent= or entry_agent=True, not both")
+        if agent is not None or entry_agent:
+            when = _for_agent(agent, when)
         with self._changed:
             self._script.append(_Scripted(reply, when, times))
 
@@ -150,6 +161,17 @@ class FakeMessagesAPI:
         while reply.hold is not None and not reply.hold.wait(0.02):
             if self._stopping.is_set():
                 return
+
+
+def _for_agent(
+    agent: str | None, when: Callable[[RecordedRequest], bool] | None
+) -> Callable[[RecordedRequest], bool]:
+    """``when``, narrowed to the requests of one agent (None: the entry agent)."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return request.agent == agent and (when is None or when(request))
+
+    return matches
 
 
 class _Server(ThreadingHTTPServer):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import PluginError, ToolError
+from ..errors import PluginError, ToolError, TurnError, TurnInterrupted
 
 if TYPE_CHECKING:
     from ..db.outbox import OutboxItem
@@ -101,7 +101,11 @@ class Tool:
         }
 
     def call(self, arguments: Any, context: ToolContext | None) -> ToolResult:
-        """Validate ``arguments`` against the signature and run the tool; never raises."""
+        """Validate ``arguments`` against the signature and run the tool.
+
+        Whatever goes wrong becomes an error result the model can read, except a ``TurnError``
+        or ``TurnInterrupted``: those end the turn, as they would outside a tool.
+        """
         import pydantic
 
         if not isinstance(arguments, dict):
@@ -119,6 +123,8 @@ class Tool:
             kwargs[self.context_parameter] = context
         try:
             value = self.function(**kwargs)
+        except (TurnError, TurnInterrupted):
+            raise  # the turn itself failed or must stop (a team task runs inside a tool)
         except ToolError as exc:
             return ToolResult(f"Error: {exc}", True)
         except Exception as exc:
@@ -137,11 +143,11 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, indent=2)
 
 
-class ToolRegistry:
-    """The tools of every plugin, by name."""
+class ToolSet:
+    """Some tools, by name: what one agent is offered (see ``ToolRegistry.subset``)."""
 
-    def __init__(self) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: typing.Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
         self._specs: list[dict[str, Any]] | None = None
 
     def __iter__(self) -> typing.Iterator[Tool]:
@@ -150,8 +156,30 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The tool definitions for a request; built once, the same bytes every call (which
+        keeps the prompt cache warm)."""
+        if self._specs is None:
+            self._specs = [tool.spec() for tool in self._tools.values()]
+        return self._specs
+
+    def subset(self, names: typing.Iterable[str], *extra: Tool) -> ToolSet:
+        """The tools named (in this set's order), then ``extra``."""
+        wanted = set(names)
+        return ToolSet([*(t for t in self if t.name in wanted), *extra])
+
+    def plus(self, *extra: Tool) -> ToolSet:
+        return ToolSet([*self, *extra])
+
+
+class ToolRegistry(ToolSet):
+    """The tools of every plugin, by name."""
 
     def register(
         self,
@@ -171,13 +199,6 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self._specs = None
         return tool
-
-    def specs(self) -> list[dict[str, Any]]:
-        """The tool definitions for a request; built once, the same bytes every call (which
-        keeps the prompt cache warm)."""
-        if self._specs is None:
-            self._specs = [tool.spec() for tool in self._tools.values()]
-        return self._specs
 
 
 def build_tool(

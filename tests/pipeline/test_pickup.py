@@ -17,6 +17,7 @@ import pytest
 
 from smarthole.cli import main
 from smarthole.daemon import Daemon
+from smarthole.db.schema import SCHEMA_VERSION
 from smarthole.db.store import Store
 from smarthole.home import Home
 from smarthole.testing import text, tool_use
@@ -404,6 +405,6 @@ def test_a_database_from_before_duplicate_counts_is_migrated(tmp_path):
         columns = {row["name"] for row in store.query("PRAGMA table_info(inbox)")}
         assert "duplicates" in columns
         (version,) = store.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version == "2"
+        assert version == str(SCHEMA_VERSION)
     finally:
         store.close()

@@ -1,0 +1,321 @@
+"""The ``tasks`` table family: team tasks, their agent turns, and each turn's tool loop.
+
+A task is stored when it starts and belongs to the human turn that started it (through the
+entry agent's ``start_task`` call, or an inbox file naming ``agents``). Its agent turns are rows
+of their own, each written the moment the turn completes; the messages of the turn in progress
+(model replies, tool results) are kept beside them so a crash resumes mid-turn without running
+a finished tool again. Nothing here is ever a message of the human conversation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..formats import new_id
+from .records import StoredMessage, from_row, like_prefix, unique_match
+
+if TYPE_CHECKING:
+    from .store import Store
+
+RUNNING = ("active", "interrupted")
+FINISHED = ("completed", "aborted", "failed")
+STATUSES = RUNNING + FINISHED
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    conversation_id: str
+    turn: int
+    message_id: str
+    started_by: str
+    task: str
+    agents: tuple[str, ...]
+    max_turns: int
+    status: str
+    abort_requested: bool
+    note: str | None
+    result: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def first_line(self) -> str:
+        return self.task.strip().splitlines()[0] if self.task.strip() else ""
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Task:
+        return from_row(
+            cls,
+            row,
+            times=("created_at", "updated_at", "finished_at"),
+            agents=tuple(json.loads(row["agents"])),
+            abort_requested=bool(row["abort_requested"]),
+        )
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """One completed agent turn: ``index`` counts from 0; ``tool_calls`` are its tool names."""
+
+    task_id: str
+    index: int
+    agent: str
+    text: str
+    tool_calls: tuple[str, ...]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> AgentTurn:
+        return from_row(
+            cls,
+            row,
+            times=("created_at",),
+            index=row["idx"],
+            tool_calls=tuple(json.loads(row["tool_calls"])),
+        )
+
+
+class Tasks:
+    """Reads and writes the task tables of a :class:`Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        conversation_id: str,
+        turn: int,
+        message_id: str,
+        started_by: str,
+        task: str,
+        agents: list[str],
+        max_turns: int,
+        db: sqlite3.Connection | None = None,
+    ) -> tuple[Task, bool]:
+        """Store a new ``active`` task, or find the one ``started_by`` already started.
+
+        Returns the task and whether it was created now. ``started_by`` (a tool-use id or an
+        inbox message id) makes starting idempotent: a resumed turn finds its task again.
+        """
+        now = self.store.now()
+        with contextlib.ExitStack() as stack:
+            connection = db or stack.enter_context(self.store.transaction())
+            cursor = connection.execute(
+                "INSERT INTO tasks (id, conversation_id, turn, message_id, started_by, task, "
+                "agents, max_turns, status, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?) "
+                "ON CONFLICT (started_by) DO NOTHING",
+                (
+                    new_id(),
+                    conversation_id,
+                    turn,
+                    message_id,
+                    started_by,
+                    task,
+                    json.dumps(agents),
+                    max_turns,
+                    now,
+                    now,
+                ),
+            )
+            row = connection.execute(
+                "SELECT * FROM tasks WHERE started_by = ?", (started_by,)
+            ).fetchone()
+        return Task.from_row(row), cursor.rowcount == 1
+
+    def get(self, task_id: str) -> Task | None:
+        row = self.store.query_one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        return Task.from_row(row) if row else None
+
+    def find(self, wanted: str) -> Task:
+        """A task by id or unique id prefix; ``LookupFailed`` otherwise."""
+        exact = self.get(wanted)
+        rows = (
+            []
+            if exact
+            else self.store.query(
+                "SELECT * FROM tasks WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at LIMIT 6",
+                (like_prefix(wanted),),
+            )
+        )
+        candidates = [Task.from_row(row) for row in rows]
+        return unique_match(wanted, exact, candidates, "task", key=lambda t: t.id)
+
+    def by_starter(self, started_by: str) -> Task | None:
+        row = self.store.query_one("SELECT * FROM tasks WHERE started_by = ?", (started_by,))
+        return Task.from_row(row) if row else None
+
+    def listing(self, *, everything: bool = False, recent: int = 10) -> list[Task]:
+        """Newest first: every task, or the running ones plus the ``recent`` last others."""
+        if everything:
+            rows = self.store.query("SELECT * FROM tasks ORDER BY created_at DESC, rowid DESC")
+        else:
+            rows = self.store.query(
+                "SELECT * FROM tasks WHERE status IN ('active', 'interrupted') UNION "
+                "SELECT * FROM (SELECT * FROM tasks WHERE status NOT IN ('active', 'interrupted') "
+                "ORDER BY created_at DESC, rowid DESC LIMIT ?) ORDER BY created_at DESC",
+                (recent,),
+            )
+        return [Task.from_row(row) for row in rows]
+
+    def running(self) -> list[Task]:
+        """Active and interrupted tasks, oldest first."""
+        rows = self.store.query(
+            "SELECT * FROM tasks WHERE status IN ('active', 'interrupted') ORDER BY created_at"
+        )
+        return [Task.from_row(row) for row in rows]
+
+    def set_status(
+        self,
+        task_id: str,
+        status: str,
+        *,
+        note: str | None = None,
+        result: str | None = None,
+        db: sqlite3.Connection | None = None,
+    ) -> None:
+        """Move a task to ``status``; a finished status also records its note and result."""
+        assert status in STATUSES, status
+        now = self.store.now()
+        finished_at = now if status in FINISHED else None
+        with contextlib.ExitStack() as stack:
+            connection = db or stack.enter_context(self.store.transaction())
+            connection.execute(
+                "UPDATE tasks SET status = ?, note = COALESCE(?, note), "
+                "result = COALESCE(?, result), updated_at = ?, finished_at = ? WHERE id = ?",
+                (status, note, result, now, finished_at, task_id),
+            )
+
+    def request_abort(self, task_id: str) -> None:
+        """Ask the task's loop to stop after the model call in flight."""
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE tasks SET abort_requested = 1, updated_at = ? WHERE id = ?",
+                (self.store.now(), task_id),
+            )
+
+    def interrupt_active(self) -> int:
+        """At start: a task still ``active`` lost its loop in a crash. Returns how many."""
+        with self.store.transaction() as db:
+            cursor = db.execute(
+                "UPDATE tasks SET status = 'interrupted', updated_at = ? WHERE status = 'active'",
+                (self.store.now(),),
+            )
+        return cursor.rowcount
+
+    def fail_for_message(self, message_id: str, error: str, *, db: sqlite3.Connection) -> None:
+        """The human turn that owns these tasks is dead: so are its unfinished tasks."""
+        db.execute(
+            "UPDATE tasks SET status = 'failed', note = ?, updated_at = ?, finished_at = ? "
+            "WHERE message_id = ? AND status IN ('active', 'interrupted')",
+            (f"failed: {error}", self.store.now(), self.store.now(), message_id),
+        )
+
+    # -- agent turns ------------------------------------------------------------------------
+
+    def turns(self, task_id: str) -> list[AgentTurn]:
+        rows = self.store.query(
+            "SELECT * FROM task_turns WHERE task_id = ? ORDER BY idx", (task_id,)
+        )
+        return [AgentTurn.from_row(row) for row in rows]
+
+    def turn_count(self, task_id: str) -> int:
+        row = self.store.query_one(
+            "SELECT COUNT(*) AS n FROM task_turns WHERE task_id = ?", (task_id,)
+        )
+        return int(row["n"]) if row else 0
+
+    def add_turn(
+        self,
+        task_id: str,
+        index: int,
+        agent: str,
+        text: str,
+        tool_calls: list[str],
+        *,
+        db: sqlite3.Connection,
+    ) -> None:
+        """Store a completed agent turn. A second turn with one index is a bug, and fails."""
+        db.execute(
+            "INSERT INTO task_turns (task_id, idx, agent, text, tool_calls, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (task_id, index, agent, text, json.dumps(tool_calls), self.store.now()),
+        )
+
+    # -- the tool loop of the agent turn in progress ----------------------------------------
+
+    def messages(self, task_id: str, agent_turn: int) -> list[StoredMessage]:
+        rows = self.store.query(
+            "SELECT * FROM task_messages WHERE task_id = ? AND agent_turn = ? ORDER BY id",
+            (task_id, agent_turn),
+        )
+        return [_as_stored(row) for row in rows]
+
+    def append_message(
+        self,
+        task_id: str,
+        agent_turn: int,
+        role: str,
+        kind: str,
+        content: list[dict[str, Any]],
+        *,
+        tool_use_id: str | None = None,
+        db: sqlite3.Connection | None = None,
+    ) -> None:
+        with contextlib.ExitStack() as stack:
+            connection = db or stack.enter_context(self.store.transaction())
+            connection.execute(
+                "INSERT INTO task_messages (task_id, agent_turn, role, kind, content, "
+                "tool_use_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    agent_turn,
+                    role,
+                    kind,
+                    json.dumps(content, ensure_ascii=False),
+                    tool_use_id,
+                    self.store.now(),
+                ),
+            )
+
+    def record_tool_start(self, tool_use_id: str, task_id: str, agent_turn: int, name: str) -> None:
+        """The intent row: written before a tool runs, so a crash leaves it 'in doubt'."""
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO task_tool_calls (tool_use_id, task_id, agent_turn, name, started_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
+                (tool_use_id, task_id, agent_turn, name, self.store.now()),
+            )
+
+    def started_tool_calls(self, task_id: str, agent_turn: int) -> dict[str, int]:
+        rows = self.store.query(
+            "SELECT tool_use_id, runs FROM task_tool_calls WHERE task_id = ? AND agent_turn = ?",
+            (task_id, agent_turn),
+        )
+        return {row["tool_use_id"]: row["runs"] for row in rows}
+
+
+def _as_stored(row: sqlite3.Row) -> StoredMessage:
+    """A task message in the shape the agent loop reads (its task stands for the conversation)."""
+    return from_row(
+        StoredMessage,
+        row,
+        times=("created_at",),
+        conversation_id=row["task_id"],
+        turn=row["agent_turn"],
+        content=json.loads(row["content"]),
+    )

@@ -1,0 +1,65 @@
+"""Operating tasks from outside their loop: aborting one, describing them for people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..db.events import EventLog
+from ..db.store import Store
+from ..db.tasks import Task, Tasks
+from ..formats import iso
+from .prompts import ABORTED_NOTE
+
+
+def abort_task(store: Store, task: Task, *, loop_may_run: bool) -> bool:
+    """Ask ``task`` to stop; True if it stopped now, False if its running loop will stop it.
+
+    A loop stops the task after the model call in flight returns. Without one (no daemon, or a
+    task waiting for its turn's next attempt) the task is aborted here; either way the entry
+    agent gets ``aborted by the user`` as its tool result when its turn goes on.
+    """
+    tasks = Tasks(store)
+    tasks.request_abort(task.id)
+    if loop_may_run and task.status == "active":
+        return False
+    conversation = store.conversation(task.conversation_id)
+    with store.transaction() as db:
+        current = tasks.get(task.id)
+        if current is None or current.finished:
+            return True
+        tasks.set_status(task.id, "aborted", note=ABORTED_NOTE, db=db)
+        EventLog(store).emit(
+            "task_finished",
+            conversation=task.conversation_id,
+            channel=conversation.channel if conversation else None,
+            turn=task.turn,
+            message_id=task.message_id,
+            db=db,
+            task=task.id,
+            status="aborted",
+            agent_turns=tasks.turn_count(task.id),
+        )
+    return True
+
+
+def describe(task: Task, turns_done: int) -> dict[str, Any]:
+    """A task as ``smarthole tasks --json`` lists it."""
+    return {
+        "id": task.id,
+        "status": task.status,
+        "conversation": task.conversation_id,
+        "turn": task.turn,
+        "agents": list(task.agents),
+        "turns_done": turns_done,
+        "max_turns": task.max_turns,
+        "task": task.task,
+        "note": task.note,
+        "created_at": iso(task.created_at),
+        "finished_at": iso(task.finished_at) if task.finished_at else None,
+    }
+
+
+def running_tasks(store: Store) -> list[dict[str, Any]]:
+    """Active and interrupted tasks, for ``smarthole status``."""
+    tasks = Tasks(store)
+    return [describe(task, tasks.turn_count(task.id)) for task in tasks.running()]

@@ -1,0 +1,300 @@
+"""The loop of a team task: agents take turns until one finishes it or the turns run out.
+
+Agent turn k (from 0) belongs to participant k mod n. The loop is rebuilt from the store each
+time it starts: turns done = stored agent turns, so a task resumed after a crash goes on at
+the right turn with the right agent, and a completed turn is never run twice. Each step and its
+event commit together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..db.tasks import AgentTurn, Task, Tasks
+from ..errors import InternalError, TeamRequestError, ToolError, TurnError, TurnInterrupted
+from ..tools import ToolContext, ToolSet, build_tool
+from .prompts import (
+    ABORTED_NOTE,
+    FINISHED_BY_TOOL,
+    agent_system,
+    completed_note,
+    missing_note,
+    outcome_text,
+    start_task_description,
+    turn_request,
+)
+from .session import AgentTurnSession, HumanTurn, TaskAborted
+
+if TYPE_CHECKING:
+    from ..agent.loop import Agent
+    from ..app import App
+    from ..config.teams import TeamAgent
+    from ..db.events import EventLog
+    from ..db.records import Message, StoredMessage
+    from ..tools import Tool
+
+Ending = tuple[str, str, str | None]  # status, note, result
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    task: str
+    agents: list[str]
+    max_turns: int | None = None
+
+
+class TeamRunner:
+    """Starts and resumes tasks for the human turns of one daemon (or one CLI command)."""
+
+    def __init__(
+        self, app: App, agent: Agent, events: EventLog, *, stop: threading.Event | None = None
+    ) -> None:
+        self.app = app
+        self.agent = agent
+        self.events = events
+        self.stop = stop
+        self.tasks = Tasks(app.store)
+        self._running: set[str] = set()
+        self._lock = threading.Lock()
+        self._finish_tool = build_tool(finish_task, plugin="teams", idempotent=True)
+        self._start_tool: tuple[object, Tool] | None = None
+
+    @property
+    def team(self) -> dict[str, TeamAgent]:
+        return self.app.team
+
+    # -- what the entry agent is offered ----------------------------------------------------
+
+    def entry_tools(self, tools: ToolSet) -> ToolSet:
+        """``tools`` plus ``start_task`` when at least one agent is configured."""
+        if not self.team:
+            return tools
+        return tools.plus(self._start_task_tool())
+
+    def _start_task_tool(self) -> Tool:
+        team = self.team
+        if self._start_tool is None or self._start_tool[0] is not team:
+            tool = build_tool(self._start_task, plugin="teams", idempotent=True, name="start_task")
+            description = start_task_description(team, self.app.config.teams.max_turns)
+            self._start_tool = (team, dataclasses.replace(tool, description=description))
+        return self._start_tool[1]
+
+    def _start_task(
+        self, task: str, agents: list[str], max_turns: int | None = None, *, context: ToolContext
+    ) -> str:
+        """Hand a task to a team of agents.
+
+        Re-running it after a crash is safe: the task is found by this call's id and resumed.
+
+        :param task: What the team should do, with everything they need to know.
+        :param agents: The agents taking part, in turn order (names from the list).
+        :param max_turns: How many agent turns at most.
+        """
+        place = HumanTurn(
+            context.conversation_id, context.channel, context.turn, context.message_id
+        )
+        try:
+            record = self.run(place, context.tool_use_id, TaskRequest(task, agents, max_turns))
+        except TeamRequestError as exc:
+            raise ToolError(str(exc)) from exc
+        return outcome_text(record.note, record.result)
+
+    def answer(self, message: Message, place: HumanTurn) -> str:
+        """Run the team an inbox file asked for (its text is the task); returns the reply.
+
+        A normal completion replies with the result alone; any other ending leads with its
+        status line, so the person knows the result is partial.
+        """
+        assert message.agents is not None
+        request = TaskRequest(message.text, list(message.agents), message.max_turns)
+        task = self.run(place, message.id, request)
+        if (
+            task.status == "completed"
+            and task.result
+            and task.note == completed_note(self.tasks.turn_count(task.id), task.max_turns)
+        ):
+            return task.result
+        return outcome_text(task.note, task.result)
+
+    # -- starting and resuming --------------------------------------------------------------
+
+    def check(self, request: TaskRequest) -> tuple[list[str], int]:
+        """The participants and max_turns of a valid request; ``TeamRequestError`` otherwise."""
+        limits = self.app.config.teams
+        configured = ", ".join(self.team) or "none"
+        if not request.task.strip():
+            raise TeamRequestError("the task is empty")
+        if not request.agents:
+            raise TeamRequestError(f"name at least one agent; the configured agents: {configured}")
+        for name in request.agents:
+            if name not in self.team:
+                raise TeamRequestError(
+                    f"unknown agent {name!r}; the configured agents: {configured}"
+                )
+            if request.agents.count(name) > 1:
+                raise TeamRequestError(f"agent {name!r} is listed more than once")
+        if len(request.agents) > limits.max_agents:
+            raise TeamRequestError(
+                f"at most {limits.max_agents} agents may take part ({len(request.agents)} named)"
+            )
+        max_turns = limits.max_turns if request.max_turns is None else request.max_turns
+        if not 1 <= max_turns <= limits.max_turns_limit:
+            raise TeamRequestError(
+                f"max_turns must be between 1 and {limits.max_turns_limit} (got {max_turns})"
+            )
+        return list(request.agents), max_turns
+
+    def run(self, place: HumanTurn, started_by: str, request: TaskRequest) -> Task:
+        """Start the task ``started_by`` asks for, or resume it; returns it finished."""
+        task = self.tasks.by_starter(started_by)
+        if task is None:
+            agents, max_turns = self.check(request)
+            with self.app.store.transaction() as db:
+                task, created = self.tasks.create(
+                    conversation_id=place.conversation_id,
+                    turn=place.turn,
+                    message_id=place.message_id,
+                    started_by=started_by,
+                    task=request.task.strip(),
+                    agents=agents,
+                    max_turns=max_turns,
+                    db=db,
+                )
+                if created:
+                    self._event("task_started", task, place, db, agents=agents, max_turns=max_turns)
+        with self._exclusive(task.id):
+            return self._drive(task, place)
+
+    @contextlib.contextmanager
+    def _exclusive(self, task_id: str) -> Iterator[None]:
+        """One loop per task: a second one would run its agent turns twice."""
+        with self._lock:
+            if task_id in self._running:
+                raise InternalError(f"task {task_id} is already running")
+            self._running.add(task_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running.discard(task_id)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _drive(self, task: Task, place: HumanTurn) -> Task:
+        if task.finished:
+            return task
+        if task.status != "active":
+            self.tasks.set_status(task.id, "active")
+        done = self.tasks.turns(task.id)
+        try:
+            while (ending := self._ending(task, done)) is None:
+                done.append(self._agent_turn(task, len(done), done, place))
+                current = self.tasks.get(task.id)
+                if current is not None and current.finished:  # finish_task ended it
+                    return current
+        except TaskAborted:
+            ending = ("aborted", ABORTED_NOTE, _last_text(done))
+        except (TurnError, TurnInterrupted):
+            self.tasks.set_status(task.id, "interrupted")
+            raise
+        with self.app.store.transaction() as db:
+            self._finish(db, task, place, *ending, agent_turns=len(done))
+        finished = self.tasks.get(task.id)
+        assert finished is not None
+        return finished
+
+    def _ending(self, task: Task, done: list[AgentTurn]) -> Ending | None:
+        """How the task ends before agent turn ``len(done)``, or None to run that turn."""
+        current = self.tasks.get(task.id)
+        if current is not None and current.abort_requested:
+            return ("aborted", ABORTED_NOTE, _last_text(done))
+        if len(done) >= task.max_turns:
+            return ("completed", completed_note(len(done), task.max_turns), _last_text(done))
+        name = task.agents[len(done) % len(task.agents)]
+        if name not in self.team:
+            return ("completed", missing_note(name), _last_text(done))
+        return None
+
+    def _agent_turn(
+        self, task: Task, index: int, done: list[AgentTurn], place: HumanTurn
+    ) -> AgentTurn:
+        agent = self.team[task.agents[index % len(task.agents)]]
+        turn_fields = {"agent": agent.name, "agent_turn": index + 1, "max_turns": task.max_turns}
+        if not self.tasks.messages(task.id, index):
+            request = [{"type": "text", "text": turn_request(task, index, done)}]
+            with self.app.store.transaction() as db:
+                self.tasks.append_message(task.id, index, "user", "user", request, db=db)
+                self._event("agent_turn_started", task, place, db, **turn_fields)
+        session = AgentTurnSession(
+            self.app, self.tasks, task, index, agent_system(agent, task), place, self.stop
+        )
+        tools = self.app.tools.subset(agent.tools, self._finish_tool)
+        outcome = self.agent.run(session, tools=tools, model=agent.model)
+        messages = self.tasks.messages(task.id, index)
+        calls = [block["name"] for m in messages if m.kind == "assistant" for block in m.tool_uses]
+        result = _finish_result(messages)
+        text = outcome.text or result or ""
+        with self.app.store.transaction() as db:
+            self.tasks.add_turn(task.id, index, agent.name, text, calls, db=db)
+            self._event("agent_turn_finished", task, place, db, **turn_fields)
+            if result is not None:
+                note = completed_note(index + 1, task.max_turns)
+                self._finish(db, task, place, "completed", note, result, agent_turns=index + 1)
+        return AgentTurn(task.id, index, agent.name, text, tuple(calls), self.app.now())
+
+    def _finish(
+        self,
+        db: sqlite3.Connection,
+        task: Task,
+        place: HumanTurn,
+        status: str,
+        note: str,
+        result: str | None,
+        *,
+        agent_turns: int,
+    ) -> None:
+        self.tasks.set_status(task.id, status, note=note, result=result or "", db=db)
+        self._event("task_finished", task, place, db, status=status, agent_turns=agent_turns)
+
+    def _event(
+        self, type: str, task: Task, place: HumanTurn, db: sqlite3.Connection, **data: Any
+    ) -> None:
+        self.events.emit(type, **place.where, db=db, task=task.id, **data)
+
+
+def finish_task(result: str, *, context: ToolContext) -> str:
+    """Finish the team's task with its final result; the task ends after your turn.
+
+    The result goes to the agent who started the task, so make it complete and self-contained.
+
+    :param result: The final result of the task.
+    """
+    if not result.strip():
+        raise ToolError("result is required and must be a non-empty string.")
+    return FINISHED_BY_TOOL
+
+
+def _finish_result(messages: list[StoredMessage]) -> str | None:
+    """The result of the last successful ``finish_task`` call of an agent turn, if any."""
+    failed = {
+        m.tool_use_id
+        for m in messages
+        if m.kind == "tool_result" and any(b.get("is_error") for b in m.content)
+    }
+    calls = [b for m in messages if m.kind == "assistant" for b in m.tool_uses]
+    for block in reversed(calls):
+        if block["name"] == "finish_task" and block["id"] not in failed:
+            arguments = block.get("input")
+            if isinstance(arguments, dict) and isinstance(arguments.get("result"), str):
+                return str(arguments["result"]).strip()
+    return None
+
+
+def _last_text(done: list[AgentTurn]) -> str | None:
+    return done[-1].text if done else None

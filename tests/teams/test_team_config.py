@@ -1,0 +1,77 @@
+"""[agents.<name>] and [teams]: every mistake is a ConfigError at start that names its key."""
+
+from __future__ import annotations
+
+import pytest
+
+from smarthole.cli import main
+from smarthole.config import parse_config
+from smarthole.errors import ConfigError
+from tests.helpers import write_config
+
+
+@pytest.mark.parametrize(
+    ("agents", "problem"),
+    [
+        (
+            {"researcher": {"description": "d", "colour": "red"}},
+            "[agents.researcher] unknown key 'colour'",
+        ),
+        ({"researcher": {"instructions": "x"}}, "[agents.researcher] description is required"),
+        ({"Researcher": {"description": "d"}}, "[agents.Researcher] the name must be a lowercase"),
+        ({"r" * 33: {"description": "d"}}, "the name must be a lowercase letter"),
+        ({"assistant": {"description": "d"}}, "[agents.assistant] has the entry agent's name"),
+        ({"researcher": "nope"}, "[agents] researcher must be a table"),
+        (
+            {"researcher": {"description": "d", "instructions": "a", "instructions_file": "b"}},
+            "[agents.researcher] give instructions or instructions_file, not both",
+        ),
+        (
+            {"researcher": {"description": "d", "tools": ["send_message"]}},
+            "[agents.researcher] tools: 'send_message' is for the entry agent only",
+        ),
+        ({"researcher": {"description": "d", "tools": "read_file"}}, "tools must be a list"),
+    ],
+)
+def test_each_bad_agent_table_is_named(agents, problem):
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"agents": agents})
+    assert problem in str(raised.value)
+
+
+def test_the_teams_limits_are_checked():
+    with pytest.raises(ConfigError, match=r"\[teams\] max_turns must be at least 1"):
+        parse_config({"teams": {"max_turns": 0}})
+    with pytest.raises(ConfigError, match=r"\[teams\] unknown key 'turns'"):
+        parse_config({"teams": {"turns": 3}})
+
+
+def test_a_renamed_entry_agent_frees_its_old_name():
+    config = parse_config(
+        {"agent": {"name": "boss"}, "agents": {"assistant": {"description": "helps"}}}
+    )
+    assert config.agent.name == "boss" and list(config.agents) == ["assistant"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "problem"),
+    [
+        (
+            {"description": "d", "tools": ["read_file", "no_such_tool"]},
+            "[agents.researcher] tools: no plugin registers a tool named 'no_such_tool'",
+        ),
+        (
+            {"description": "d", "instructions_file": "agents/missing.md"},
+            "[agents.researcher] instructions_file",
+        ),
+    ],
+)
+def test_what_needs_the_plugins_or_the_disk_is_checked_at_start(
+    home, env, monkeypatch, capsys, agent, problem
+):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    write_config(home, agents={"researcher": agent})
+    assert main(["run", "--home", str(home), "--once"]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and len(err.strip().splitlines()) == 1
