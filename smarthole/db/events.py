@@ -38,6 +38,8 @@ EVENT_TYPES = (
     "conversation_renamed",
     "title_generated",
     "summary_generated",
+    "bridge_connected",
+    "bridge_disconnected",
 )
 
 
