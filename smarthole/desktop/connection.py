@@ -83,7 +83,13 @@ class Bridge:
     # -- from other threads -----------------------------------------------------------------
 
     def start(self) -> None:
-        self.records.set_status("connecting", url=self.identity.url, name=self.identity.name)
+        self.records.set_status(
+            "connecting",
+            url=self.identity.url,
+            name=self.identity.name,
+            last_error=None,
+            client_id=None,
+        )
         self._thread = threading.Thread(target=self._run, name="smarthole-desktop", daemon=True)
         self._thread.start()
         self._started.wait(STOP_TIMEOUT)
