@@ -125,6 +125,10 @@ class UsageError(SmartholeError):
     """A command was asked for something it cannot do as asked (the CLI's exit status 2)."""
 
 
+class DesktopError(SmartholeError):
+    """The SmartHole desktop sent a frame the bridge cannot use, or refused to register it."""
+
+
 class DaemonError(SmartholeError):
     """The daemon cannot start or run."""
 

@@ -45,6 +45,7 @@ TRACE_ENV = "SMARTHOLE_TRACE_PLUGINS"
 
 BUILTIN_PLUGINS: dict[str, str] = {
     "conversation": "smarthole.tools.conversation",
+    "desktop": "smarthole.desktop.plugin",
     "workspace": "smarthole.tools.workspace",
 }
 

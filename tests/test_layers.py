@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "cli",
         "__main__",
         "testing",
+        "desktop",
         "tools.workspace",
         "tools.conversation",
         "tools.paths",

@@ -60,7 +60,26 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     ]
     report["tasks"] = running_tasks(store)
     report["warnings"] = home_warnings(home)
+    report["desktop"] = desktop_bridge(home, store, running=pid is not None)
     return report
+
+
+def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]:
+    """The SmartHole desktop bridge: state, URL, name, last error, notifications waiting."""
+    from ..config import DesktopSettings, load_config
+    from ..desktop.records import bridge_report
+    from ..errors import ConfigError
+
+    try:
+        settings = load_config(home).desktop
+    except ConfigError as exc:  # status must still work; the daemon will refuse to start
+        report = bridge_report(store, enabled=False, running=running, **_where(DesktopSettings()))
+        return {**report, "state": "error", "last_error": str(exc)}
+    return bridge_report(store, enabled=settings.enabled, running=running, **_where(settings))
+
+
+def _where(settings: Any) -> dict[str, str]:
+    return {"url": settings.url, "name": settings.name}
 
 
 def home_warnings(home: Home) -> list[str]:

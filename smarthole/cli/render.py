@@ -170,7 +170,22 @@ def status_text(report: dict[str, Any]) -> str:
     if report["duplicates_skipped"]:
         lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
     lines += [f"warning: {warning}" for warning in report["warnings"]]
+    if "desktop" in report:
+        lines.append(_desktop_line(report["desktop"]))
     return "\n".join(lines)
+
+
+def _desktop_line(bridge: dict[str, Any]) -> str:
+    """``desktop bridge: connected to ws://... as smarthole · 2 notifications waiting``."""
+    line = f"desktop bridge: {bridge['state']}"
+    if bridge["state"] != "disabled":
+        line += f" ({bridge['url']} as {bridge['name']})"
+    if bridge["last_error"] and bridge["state"] != "connected":
+        line += f" · last error: {_short(bridge['last_error'], 80)}"
+    waiting = bridge["notifications_waiting"]
+    if waiting:
+        line += f" · {waiting} notification{'s' if waiting != 1 else ''} waiting"
+    return line
 
 
 def _status_item(key: str, item: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ documented defaults. Loading (``loading``) reports every bad key in one ``Config
 named as ``[table] key``. TOML itself is read and written by ``smarthole.formats``.
 """
 
+from .desktop import DesktopSettings
 from .fields import build_settings
 from .loading import (
     default_config_data,
@@ -36,6 +37,7 @@ __all__ = [
     "Config",
     "ConversationSettings",
     "DaemonSettings",
+    "DesktopSettings",
     "InboxSettings",
     "ModelSettings",
     "PluginSettings",

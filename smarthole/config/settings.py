@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .desktop import DesktopSettings
 from .fields import setting
 from .teams import TeamAgentSettings, TeamSettings
 
@@ -135,6 +136,7 @@ SECTIONS: dict[str, type] = {
     "workspace": WorkspaceSettings,
     "plugins": PluginSettings,
     "teams": TeamSettings,
+    "desktop": DesktopSettings,
 }
 
 
@@ -153,4 +155,5 @@ class Config:
     plugins: PluginSettings = field(default_factory=PluginSettings)
     teams: TeamSettings = field(default_factory=TeamSettings)
     agents: dict[str, TeamAgentSettings] = field(default_factory=dict)
+    desktop: DesktopSettings = field(default_factory=DesktopSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -43,6 +43,8 @@ EVENT_TYPES = (
     "agent_turn_started",
     "agent_turn_finished",
     "task_finished",
+    "bridge_connected",
+    "bridge_disconnected",
 )
 
 

@@ -1,0 +1,171 @@
+"""What the bridge keeps in the store (plugin data ``desktop``), readable from any process.
+
+- ``status``: the bridge's state, URL, name and last error, for ``smarthole status``.
+- ``message:<id>``: a message that came from the desktop (its id is the inbox message's id),
+  so the replies to it, and only those, go back to the desktop.
+- ``reply:<outbox id>``: a notification to send, ``waiting`` until it is sent, then ``sent``.
+  Kept across restarts: a reply made while the desktop is away goes out after the next
+  registration, oldest first.
+
+Each write is one SQLite transaction; the daemon's threads and the CLI share the database.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..formats import parse_time
+from .protocol import Notification
+
+if TYPE_CHECKING:
+    from ..db.plugindata import PluginData
+    from ..db.store import Store
+
+PLUGIN = "desktop"
+STATUS_KEY = "status"
+MESSAGE = "message:"
+REPLY = "reply:"
+STATES = ("disabled", "connecting", "connected", "error")
+# How long records are kept once they can no longer matter: a sent notification is never
+# sent again, and a message older than this will not be answered any more.
+KEEP_SENT = timedelta(days=7)
+KEEP_MESSAGES = timedelta(days=30)
+
+
+class BridgeRecords:
+    """The bridge's durable records in one home's store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.data: PluginData = store.plugin_data(PLUGIN)
+        self._replies = threading.Lock()  # check-then-set of a reply record is one step
+
+    # -- status ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        value = self.data.get(STATUS_KEY)
+        return value if isinstance(value, dict) else {}
+
+    def set_status(self, state: str, **fields: Any) -> None:
+        assert state in STATES, state
+        status = {**self.status(), **fields, "state": state, "since": self.store.now()}
+        self.data.set(STATUS_KEY, status)
+
+    # -- messages from the desktop ------------------------------------------------------------
+
+    def message(self, message_id: str) -> dict[str, Any] | None:
+        value = self.data.get(MESSAGE + message_id)
+        return value if isinstance(value, dict) else None
+
+    def taking(self, message_id: str) -> None:
+        """Before the inbox file is written: a crash after it still routes the reply back."""
+        self.data.set(MESSAGE + message_id, {"state": "taking", "received_at": self.store.now()})
+
+    def taken(self, message_id: str) -> None:
+        """The inbox file is on disk: this id is answered once, however often it comes."""
+        self.data.set(MESSAGE + message_id, {"state": "taken", "received_at": self.store.now()})
+
+    # -- notifications ----------------------------------------------------------------------
+
+    def queue(self, notification: Notification) -> bool:
+        """Keep a notification to send; False if this reply was already kept (or sent)."""
+        key = REPLY + notification.outbox_id
+        with self._replies:
+            if self.data.get(key) is not None:
+                return False  # ``deliver`` is at least once: a restart may repeat it
+            self.data.set(key, {**_notification_fields(notification), "state": "waiting"})
+        return True
+
+    def waiting(self) -> list[Notification]:
+        """Notifications not yet sent, oldest first."""
+        found = []
+        for key, value in self.data.items():
+            if (
+                key.startswith(REPLY)
+                and isinstance(value, dict)
+                and value.get("state") == "waiting"
+            ):
+                try:
+                    found.append(_notification(key.removeprefix(REPLY), value))
+                except (KeyError, TypeError, ValueError):
+                    continue  # a record this version cannot read is never sent
+        return sorted(found, key=lambda n: parse_time(n.created_at))
+
+    def mark(self, notification: Notification, state: str) -> None:
+        """``sent`` before the frame goes out (at most once), ``waiting`` if it did not."""
+        fields = {**_notification_fields(notification), "state": state}
+        if state == "sent":
+            fields["sent_at"] = self.store.now()
+        self.data.set(REPLY + notification.outbox_id, fields)
+
+    def prune(self, now: datetime) -> int:
+        """Forget sent notifications and old messages that can no longer matter."""
+        removed = 0
+        for key, value in self.data.items():
+            if not isinstance(value, dict):
+                continue
+            if key.startswith(REPLY) and value.get("state") == "sent":
+                expired = _older(value.get("sent_at"), now - KEEP_SENT)
+            elif key.startswith(MESSAGE):
+                expired = _older(value.get("received_at"), now - KEEP_MESSAGES)
+            else:
+                continue
+            if expired:
+                self.data.delete(key)
+                removed += 1
+        return removed
+
+
+def _notification_fields(notification: Notification) -> dict[str, Any]:
+    return {
+        "desktop_id": notification.desktop_id,
+        "kind": notification.kind,
+        "text": notification.text,
+        "conversation": notification.conversation,
+        "created_at": notification.created_at,
+    }
+
+
+def _notification(outbox_id: str, value: dict[str, Any]) -> Notification:
+    parse_time(value["created_at"])  # unreadable: skipped by the caller
+    return Notification(
+        outbox_id=outbox_id,
+        desktop_id=str(value["desktop_id"]),
+        kind=str(value["kind"]),
+        text=str(value["text"]),
+        conversation=value.get("conversation"),
+        created_at=value["created_at"],
+    )
+
+
+def _older(stamp: Any, cutoff: datetime) -> bool:
+    try:
+        return isinstance(stamp, str) and parse_time(stamp) < cutoff
+    except ValueError:
+        return True
+
+
+def bridge_report(
+    store: Store, *, enabled: bool, running: bool, url: str, name: str
+) -> dict[str, Any]:
+    """The bridge's part of ``smarthole status``: state, URL, name, last error, waiting."""
+    records = BridgeRecords(store)
+    status = records.status()
+    if not enabled:
+        state, last_error = "disabled", None
+    elif not running:
+        state, last_error = "error", "the daemon is not running"
+    else:  # what the running daemon uses, which may differ from an edited config.toml
+        state = str(status.get("state")) if status.get("state") in STATES else "connecting"
+        last_error = status.get("last_error")
+        url, name = status.get("url", url), status.get("name", name)
+    return {
+        "state": state,
+        "url": url,
+        "name": name,
+        "last_error": last_error,
+        "since": status.get("since") if enabled and running else None,
+        "notifications_waiting": len(records.waiting()),
+    }

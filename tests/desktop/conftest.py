@@ -1,0 +1,39 @@
+"""Fixtures of the desktop bridge's tests: a fake desktop, and the bridge in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smarthole.app import App
+from smarthole.home import Home
+
+from .desktop import FakeDesktop, enable_bridge
+
+
+@pytest.fixture
+def desktop() -> Iterator[FakeDesktop]:
+    server = FakeDesktop().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bridge(home: Path, desktop: FakeDesktop) -> Iterator[Callable[..., App]]:
+    """Start the bridge plugin in this process (no daemon: inbox files stay where they land)."""
+    started: list[App] = []
+
+    def start(**settings: Any) -> App:
+        enable_bridge(home, desktop, **settings)
+        app = App.load(Home(home))
+        started.append(app)
+        app.plugins.call_strict("startup", app=app)
+        return app
+
+    yield start
+    for app in started:
+        app.plugins.notify("shutdown", app=app)
+        app.close()
