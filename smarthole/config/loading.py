@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 from ..formats import dumps_toml, loads_toml
 from ..home import Home
+from .mcp import parse_mcp
 from .settings import SECTIONS, Config
 
 T = TypeVar("T")
@@ -19,7 +20,9 @@ T = TypeVar("T")
 # Each parser takes the table and the error list and returns the value of the ``Config`` field
 # of the same name; it appends one message per bad key, named as ``[table.name] key``.
 NamedTableParser = Callable[[dict[str, Any], list[str]], Any]
-NAMED_TABLES: dict[str, NamedTableParser] = {}
+NAMED_TABLES: dict[str, NamedTableParser] = {
+    "mcp": parse_mcp,
+}
 
 
 def load_config(home: Home) -> Config:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mcp import McpSettings
+
 DEFAULT_PERSONA = (
     "You are smarthole, a personal assistant that people reach by dropping a message into a "
     "folder. Your replies are read later, often on a phone, so be warm, direct and brief."
@@ -157,4 +159,5 @@ class Config:
     titles: TitleSettings = field(default_factory=TitleSettings)
     workspace: WorkspaceSettings = field(default_factory=WorkspaceSettings)
     plugins: PluginSettings = field(default_factory=PluginSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
