@@ -58,7 +58,20 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         for q in PendingQuestions(store).all()
     ]
     report["warnings"] = home_warnings(home)
+    report["mcp"] = mcp_servers(store, running=pid is not None)
     return report
+
+
+def mcp_servers(store: Store, *, running: bool) -> list[dict[str, Any]]:
+    """Each MCP server's state as the daemon recorded it; without a daemon, all stopped."""
+    from ..mcpservers import recorded_views
+
+    views = recorded_views(store.plugin_data("mcp"))
+    if not running:  # a daemon killed with -9 could not record that its servers stopped
+        views = [
+            {**v, "state": "stopped" if v["state"] != "disabled" else "disabled"} for v in views
+        ]
+    return [{k: v for k, v in view.items() if k != "tools"} for view in views]
 
 
 def home_warnings(home: Home) -> list[str]:

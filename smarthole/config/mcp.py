@@ -100,9 +100,7 @@ class McpServerSettings:
             def one(match: re.Match[str]) -> str:
                 name = match.group(1)
                 if name not in environ:
-                    raise ConfigError(
-                        f"{where} {key}: ${{{name}}} is not set in the environment"
-                    )
+                    raise ConfigError(f"{where} {key}: ${{{name}}} is not set in the environment")
                 secrets.append(environ[name])
                 return environ[name]
 
@@ -131,7 +129,9 @@ class McpSettings:
     servers: dict[str, McpServerSettings] = field(default_factory=dict)
 
     def call_timeout(self, server: McpServerSettings) -> float:
-        return server.timeout_seconds if server.timeout_seconds is not None else self.timeout_seconds
+        return (
+            server.timeout_seconds if server.timeout_seconds is not None else self.timeout_seconds
+        )
 
 
 def parse_mcp(table: dict[str, Any], errors: list[str]) -> McpSettings:

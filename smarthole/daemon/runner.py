@@ -33,6 +33,7 @@ from ..db.pending import PendingQuestions
 from ..db.store import Store
 from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
+from ..mcpservers import McpServers
 from ..pipeline.inbox import Inbox, Watcher
 from ..pipeline.outbox import Outbox
 from ..pipeline.processor import Processor
@@ -186,9 +187,13 @@ class Daemon:
     def _serve(self, app: App, runtime: Runtime) -> None:
         """Start up, run the loop until stopped, stop the workers."""
         watcher: Watcher | None = None
+        mcp = McpServers(
+            app.config.mcp, app.home, app.tools, self.env, status=app.plugin_data("mcp")
+        )
         try:
             app.plugins.call_strict("startup", app=app)
             self._recover(runtime)
+            mcp.start()  # after recovery: their tools are there when interrupted turns resume
             watcher = runtime.inbox.watch(self.wake)
             watcher.start()
             self._start_workers(runtime)
@@ -201,6 +206,7 @@ class Daemon:
             if watcher is not None:
                 watcher.stop()
             self._clean = self._stop_workers(self._grace)
+            mcp.stop()
             app.plugins.notify("shutdown", app=app)
 
     def _recover(self, runtime: Runtime) -> None:
