@@ -52,7 +52,7 @@ def ran(what: str) -> None:
 
 
 async def wait_for_go(tag: str) -> None:
-    Path(f"started-{tag}").touch()
+    Path(f"started-{tag}").write_text(str(os.getpid()))  # a test may need to end this process
     while not Path(f"go-{tag}").exists():
         await asyncio.sleep(0.02)
 
@@ -79,12 +79,17 @@ def good(server: MCPServer) -> None:
     @server.tool(annotations=READ_ONLY)
     def picture() -> list[ImageContent | TextContent]:
         """Show a picture."""
-        return [TextContent(type="text", text="a pixel:"), ImageContent(type="image", data=PIXEL, mimeType="image/png")]
+        return [
+            TextContent(type="text", text="a pixel:"),
+            ImageContent(type="image", data=PIXEL, mimeType="image/png"),
+        ]
 
     @server.tool(annotations=READ_ONLY)
     def resources() -> list[EmbeddedResource | ResourceLink]:
         """Point at two resources."""
-        embedded = TextResourceContents(uri="file:///notes/a.md", mimeType="text/markdown", text="# A")
+        embedded = TextResourceContents(
+            uri="file:///notes/a.md", mimeType="text/markdown", text="# A"
+        )
         return [
             EmbeddedResource(type="resource", resource=embedded),
             ResourceLink(type="resource_link", uri="file:///notes/b.md", name="b.md"),
@@ -156,6 +161,7 @@ def main(argv: list[str]) -> None:
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # connections wait in the backlog until uvicorn takes them
     port_file = Path(argv[argv.index("--http") + 1])
     port_file.with_suffix(".tmp").write_text(str(listener.getsockname()[1]))
     port_file.with_suffix(".tmp").rename(port_file)
