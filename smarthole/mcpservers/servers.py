@@ -116,8 +116,10 @@ class Server:
         except TimeoutError:
             opened.cancel()  # nobody waits for it any more
             task.cancel()
-            await _finish(task)
+            # Said before the clean-up (which may wait seconds for the process to end), so a
+            # daemon waiting for its servers waits no longer than the start timeout.
             self._fail(f"did not start within {self.start_timeout:g} s (start timeout)")
+            await _finish(task)
             return None
         except Exception as exc:
             await _finish(task)

@@ -52,10 +52,18 @@ def test_a_server_that_exits_is_logged_once_and_started_again(start, stdio, capl
         manager, registry = start(crashy=stdio("crash"))
         (view,) = manager.views()
         assert registry.get("crashy__crash").call({}, None).is_error
-        wait_for(lambda: view.state == "failed", 10, "the failure to be seen")
-        assert view.stderr == ["crash: something went badly wrong"]
-        assert view.retry_at is not None
-        wait_for(lambda: view.state == "ready" and registry.get("crashy__crash"), 10, "restart")
+        # Failed, for the 1 s before the first retry: stderr and the next try are shown.
+        wait_for(
+            lambda: (
+                view.state == "failed"
+                and view.stderr == ["crash: something went badly wrong"]
+                and view.retry_at
+            ),
+            10,
+            "the failure to be seen",
+        )
+        # A slow machine may need more than one try to start it again; each is quiet.
+        wait_for(lambda: view.state == "ready" and registry.get("crashy__crash"), 60, "restart")
     said = [r.getMessage() for r in caplog.records]
     assert len([m for m in said if "crashy exited" in m]) == 1
     assert "MCP server crashy is ready again" in said
