@@ -18,11 +18,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
 # Lowest first. The plugin host (layer 2) is what plugins see: the hooks, the manager, the
 # tool registry and the application object, whose plugin-facing part is
 # ``hookspecs.PluginApp``. The built-in tools are ordinary plugins, and ``testing`` drives the
-# whole daemon for plugin authors, so both sit on top.
+# whole daemon for plugin authors, so both sit on top. MCP servers are a source of tools: they
+# fill the registry, below the agent that calls them and the daemon that starts them.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "fsutil", "formats", "home", "config"),
     ("db",),
     ("hookspecs", "plugins", "tools", "app"),
+    ("mcpservers",),
     ("agent",),
     ("teams",),
     ("pipeline", "conversations"),

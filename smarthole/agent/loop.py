@@ -105,19 +105,21 @@ class Agent:
         from ..tools import ToolResult
 
         tool: Tool | None = tools.get(block["name"])
+        # A started tool that is gone now (an MCP server not back yet) may have acted: its
+        # outcome is as unknown as a non-idempotent one's.
+        if block["id"] in session.started_tools() and (tool is None or not tool.idempotent):
+            logger.warning(
+                "tool %s (%s) was interrupted by a stop; reporting an unknown "
+                "outcome instead of running it again",
+                block["name"],
+                block["id"],
+            )
+            session.record_tool_result(block, ToolResult(IN_DOUBT, is_error=True))
+            return
         if tool is None:
             session.record_tool_result(
                 block, ToolResult(f"Error: unknown tool {block['name']!r}", is_error=True)
             )
-            return
-        if block["id"] in session.started_tools() and not tool.idempotent:
-            logger.warning(
-                "tool %s (%s) was interrupted by a stop; reporting an unknown "
-                "outcome instead of running it again",
-                tool.name,
-                block["id"],
-            )
-            session.record_tool_result(block, ToolResult(IN_DOUBT, is_error=True))
             return
         session.record_tool_start(block)
         result = tool.call(block.get("input", {}), session.tool_context(block))

@@ -66,7 +66,7 @@ def configure_logging(args: argparse.Namespace) -> None:
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s"
     )
     if not verbose:
-        for noisy in ("httpx2", "httpcore2", "anthropic"):
+        for noisy in ("httpx2", "httpcore2", "anthropic", "mcp"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         # watchdog complains when events race its own shutdown; its events are only hints.
         logging.getLogger("watchdog").setLevel(logging.CRITICAL)
@@ -84,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--home", metavar="DIR", help=HOME_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def command(name: str, handler: Any, help: str, *, aliases: Sequence[str] = ()) -> Any:
-        p = sub.add_parser(name, help=help, description=help, aliases=list(aliases))
+    def command(
+        name: str, handler: Any, help: str, *, aliases: Sequence[str] = (), under: Any = None
+    ) -> Any:
+        p = (under or sub).add_parser(name, help=help, description=help, aliases=list(aliases))
         # SUPPRESS: a --home given before the command is not reset by the command's default.
         p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=HOME_HELP)
         p.add_argument("-v", "--verbose", action="count", default=0, help="log more")
@@ -197,6 +199,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("plugins", commands.plugins, "list plugins, their hooks and tools")
     p.add_argument("--json", action="store_true")
+
+    from . import mcp
+
+    servers = sub.add_parser("mcp", help="list and try the MCP servers of config.toml")
+    under = servers.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True)
+    p = command("list", mcp.mcp_list, "each MCP server, its state and its tools", under=under)
+    p.add_argument("--json", action="store_true", help="one JSON array")
+    p = command("call", mcp.mcp_call, "call one MCP tool and print the result", under=under)
+    p.add_argument("server", metavar="SERVER")
+    p.add_argument("tool", metavar="TOOL", help="the tool's name on its server")
+    p.add_argument("--args", metavar="JSON", help="the arguments, a JSON object")
     return parser
 
 

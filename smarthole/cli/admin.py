@@ -61,6 +61,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     report["tasks"] = running_tasks(store)
     report["warnings"] = home_warnings(home)
     report["desktop"] = desktop_bridge(home, store, running=pid is not None)
+    report["mcp"] = mcp_servers(store, running=pid is not None)
     return report
 
 
@@ -80,6 +81,18 @@ def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]
 
 def _where(settings: Any) -> dict[str, str]:
     return {"url": settings.url, "name": settings.name}
+
+
+def mcp_servers(store: Store, *, running: bool) -> list[dict[str, Any]]:
+    """Each MCP server's state as the daemon recorded it; without a daemon, all stopped."""
+    from ..mcpservers import recorded_views
+
+    views = recorded_views(store.plugin_data("mcp"))
+    if not running:  # a daemon killed with -9 could not record that its servers stopped
+        views = [
+            {**v, "state": "stopped" if v["state"] != "disabled" else "disabled"} for v in views
+        ]
+    return [{k: v for k, v in view.items() if k != "tools"} for view in views]
 
 
 def home_warnings(home: Home) -> list[str]:

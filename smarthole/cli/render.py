@@ -169,6 +169,9 @@ def status_text(report: dict[str, Any]) -> str:
             )
     if report["duplicates_skipped"]:
         lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
+    if report.get("mcp"):
+        lines.append(f"MCP servers: {len(report['mcp'])}")
+        lines += ["  " + line for line in server_lines(report["mcp"], tools=False)]
     lines += [f"warning: {warning}" for warning in report["warnings"]]
     if "desktop" in report:
         lines.append(_desktop_line(report["desktop"]))
@@ -202,3 +205,36 @@ def _status_item(key: str, item: dict[str, Any]) -> str:
     if key == "deferred":
         text += f" next={item['next_attempt_at']} last error: {_short(item['last_error'], 70)}"
     return text
+
+
+# -- MCP servers ------------------------------------------------------------------------------
+
+HINTS = (
+    ("readOnlyHint", "read-only"),
+    ("idempotentHint", "idempotent"),
+    ("destructiveHint", "destructive"),
+    ("openWorldHint", "open-world"),
+)
+
+
+def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
+    """Each server, its transport and state, and (with ``tools``) its tools."""
+    lines = []
+    for view in views:
+        state = view["state"] + (f": {view['reason']}" if view.get("reason") else "")
+        if view.get("retry_at") and view["state"] == "failed":
+            state += f" (next try {view['retry_at']})"
+        lines.append(f"{view['name']}  {view['transport']}: {view['target']}")
+        lines.append(f"  state: {state}")
+        lines += [f"  stderr: {line}" for line in view.get("stderr") or []]
+        if tools:
+            for tool in view.get("tools") or []:
+                lines.append(f"  tool {tool['name']} [{_hints(tool)}]: {tool['description']}")
+            lines += [f"  refused: {name}" for name in view.get("refused") or []]
+    return lines
+
+
+def _hints(tool: dict[str, Any]) -> str:
+    said = [label for key, label in HINTS if tool["annotations"].get(key) is True]
+    said.append("re-run after a crash" if tool["idempotent"] else "not re-run after a crash")
+    return ", ".join(said)

@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from ..formats import dumps_toml, loads_toml
 from ..home import Home
 from .fields import build_settings
+from .mcp import parse_mcp
 from .settings import SECTIONS, AgentSettings, Config
 from .teams import check_entry_name, parse_agents
 
@@ -19,7 +20,7 @@ T = TypeVar("T")
 # Each parser takes the table and the error list and returns the value of the ``Config`` field
 # of the same name; it appends one message per bad key, named as ``[table.name] key``.
 NamedTableParser = Callable[[dict[str, Any], list[str]], Any]
-NAMED_TABLES: dict[str, NamedTableParser] = {"agents": parse_agents}
+NAMED_TABLES: dict[str, NamedTableParser] = {"agents": parse_agents, "mcp": parse_mcp}
 
 
 def load_config(home: Home) -> Config:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .desktop import DesktopSettings
 from .fields import setting
+from .mcp import McpSettings
 from .teams import TeamAgentSettings, TeamSettings
 
 DEFAULT_PERSONA = (
@@ -156,4 +157,5 @@ class Config:
     teams: TeamSettings = field(default_factory=TeamSettings)
     agents: dict[str, TeamAgentSettings] = field(default_factory=dict)
     desktop: DesktopSettings = field(default_factory=DesktopSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

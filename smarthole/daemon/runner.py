@@ -34,6 +34,7 @@ from ..db.store import Store
 from ..db.tasks import Tasks
 from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
+from ..mcpservers import McpServers
 from ..pipeline.inbox import Inbox, Watcher
 from ..pipeline.outbox import Outbox
 from ..pipeline.processor import Processor
@@ -189,9 +190,13 @@ class Daemon:
     def _serve(self, app: App, runtime: Runtime) -> None:
         """Start up, run the loop until stopped, stop the workers."""
         watcher: Watcher | None = None
+        mcp = McpServers(
+            app.config.mcp, app.home, app.tools, self.env, status=app.plugin_data("mcp")
+        )
         try:
             app.plugins.call_strict("startup", app=app)
             self._recover(runtime)
+            mcp.start()  # after recovery: their tools are there when interrupted turns resume
             watcher = runtime.inbox.watch(self.wake)
             watcher.start()
             self._start_workers(runtime)
@@ -204,6 +209,7 @@ class Daemon:
             if watcher is not None:
                 watcher.stop()
             self._clean = self._stop_workers(self._grace)
+            mcp.stop()
             app.plugins.notify("shutdown", app=app)
 
     def _recover(self, runtime: Runtime) -> None:
@@ -224,9 +230,7 @@ class Daemon:
                 message_id=turn.message_id,
                 at_start=True,
             )
-        tasks = Tasks(store).interrupt_active()
-        if tasks:
-            logger.warning("%d team task(s) were interrupted; they resume with their turns", tasks)
+        Tasks(store).interrupt_active()  # each resumes with the turn that owns it
         requeued = runtime.ledger.requeue_in_progress()
         recovered = runtime.inbox.recover()
         for item in runtime.outbox.undelivered():

@@ -101,7 +101,7 @@ class TurnRun:
             {
                 "type": "tool_result",
                 "tool_use_id": block["id"],
-                "content": result.text,
+                "content": result.content(),
                 "is_error": result.is_error,
             }
         ]

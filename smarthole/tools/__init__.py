@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 import re
+import threading
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,28 +61,91 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What the model sees: ``text`` as the tool_result content, flagged when it is an error."""
+    """What the model sees: ``text`` as the tool_result content, flagged when it is an error.
+
+    ``blocks``, when given, are the content blocks sent instead (text and image blocks of the
+    Messages API); ``text`` is then their readable summary, for events and listings.
+    """
 
     text: str
     is_error: bool = False
+    blocks: tuple[dict[str, Any], ...] = ()
+
+    def content(self) -> str | list[dict[str, Any]]:
+        """The ``content`` of the tool_result block."""
+        return [dict(b) for b in self.blocks] if self.blocks else self.text
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Tool:
-    """One registered tool."""
+    """One registered tool: what the model reads about it, and how to run it.
+
+    ``plugin`` names where it came from (a plugin, or ``mcp:<server>``); ``idempotent`` says
+    whether it may run again after a crash cut a call short.
+    """
 
     name: str
     description: str
-    function: Callable[..., Any]
     plugin: str
     idempotent: bool = False
-    context_parameter: str | None = None
-    _arguments: Any = field(default=None, repr=False)
 
     @property
     def summary(self) -> str:
         """The description's first line, for listings."""
         return self.description.strip().splitlines()[0] if self.description.strip() else ""
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def spec(self) -> dict[str, Any]:
+        """The tool definition sent to the Messages API."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+    def call(self, arguments: Any, context: ToolContext | None) -> ToolResult:
+        """Run the tool; never raises (a failure is an ``is_error`` result)."""
+        raise NotImplementedError
+
+
+@dataclass(kw_only=True)
+class SchemaTool(Tool):
+    """A tool described by an explicit JSON schema and run by ``handler(arguments)``.
+
+    For tools that are not Python functions (an MCP server's): the arguments reach the handler
+    as the model wrote them, and the handler itself validates and answers with a
+    :class:`ToolResult`.
+    """
+
+    schema: dict[str, Any]
+    handler: Callable[[dict[str, Any]], ToolResult] = field(repr=False)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.schema
+
+    def call(self, arguments: Any, context: ToolContext | None) -> ToolResult:
+        if not isinstance(arguments, dict):
+            return ToolResult(f"Error: arguments for {self.name} must be an object", True)
+        try:
+            return self.handler(arguments)
+        except Exception as exc:
+            logger.exception("tool %s (%s) raised", self.name, self.plugin)
+            return ToolResult(
+                f"Error executing tool {self.name}: {type(exc).__name__}: {exc}", True
+            )
+
+
+@dataclass(kw_only=True)
+class FunctionTool(Tool):
+    """A typed Python function; its schema and validation come from its signature."""
+
+    function: Callable[..., Any]
+    context_parameter: str | None = None
+    _arguments: Any = field(default=None, repr=False)
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -91,14 +155,6 @@ class Tool:
             prop.pop("title", None)
         schema.setdefault("properties", {})
         return schema
-
-    def spec(self) -> dict[str, Any]:
-        """The tool definition sent to the Messages API."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-        }
 
     def call(self, arguments: Any, context: ToolContext | None) -> ToolResult:
         """Validate ``arguments`` against the signature and run the tool.
@@ -147,26 +203,26 @@ class ToolSet:
     """Some tools, by name: what one agent is offered (see ``ToolRegistry.subset``)."""
 
     def __init__(self, tools: typing.Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
+        self._by_name: dict[str, Tool] = {tool.name: tool for tool in tools}
         self._specs: list[dict[str, Any]] | None = None
 
     def __iter__(self) -> typing.Iterator[Tool]:
-        return iter(self._tools.values())
+        return iter(list(self._by_name.values()))
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._by_name)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return self.get(str(name)) is not None
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._by_name.get(name)
 
     def specs(self) -> list[dict[str, Any]]:
         """The tool definitions for a request; built once, the same bytes every call (which
         keeps the prompt cache warm)."""
         if self._specs is None:
-            self._specs = [tool.spec() for tool in self._tools.values()]
+            self._specs = [tool.spec() for tool in self._by_name.values()]
         return self._specs
 
     def subset(self, names: typing.Iterable[str], *extra: Tool) -> ToolSet:
@@ -179,7 +235,22 @@ class ToolSet:
 
 
 class ToolRegistry(ToolSet):
-    """The tools of every plugin, by name."""
+    """The tools of every plugin, by name, and the tools of each live MCP server.
+
+    Plugin tools are registered once at startup. A *group* of tools (one MCP server's) comes
+    and goes while the daemon runs, so reads and changes are guarded by a lock: a turn sees
+    either the old or the new set, never half of one.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tools: dict[str, Tool] = {}
+        self._groups: dict[str, list[Tool]] = {}
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> typing.Iterator[Tool]:
+        with self._lock:
+            return iter(list(self._by_name.values()))
 
     def register(
         self,
@@ -190,21 +261,64 @@ class ToolRegistry(ToolSet):
         name: str | None = None,
     ) -> Tool:
         tool = build_tool(function, plugin=plugin, idempotent=idempotent, name=name)
-        if tool.name in self._tools:
-            other = self._tools[tool.name].plugin
-            raise PluginError(
-                f"plugin {plugin!r} registers tool {tool.name!r}, "
-                f"already registered by plugin {other!r}"
-            )
-        self._tools[tool.name] = tool
-        self._specs = None
+        with self._lock:
+            if tool.name in self._by_name:
+                other = self._by_name[tool.name].plugin
+                raise PluginError(
+                    f"plugin {plugin!r} registers tool {tool.name!r}, "
+                    f"already registered by plugin {other!r}"
+                )
+            self._tools[tool.name] = tool
+            self._rebuild()
         return tool
+
+    def replace_group(self, group: str, tools: typing.Iterable[Tool]) -> list[str]:
+        """Make ``tools`` the whole of ``group`` (an empty list removes it).
+
+        A tool whose name another plugin or group already has is refused, as is a second tool
+        of the same name in ``tools``: their names are returned, the rest are registered.
+        """
+        with self._lock:
+            taken = set(self._tools) | {
+                t.name for g, ts in self._groups.items() if g != group for t in ts
+            }
+            kept: list[Tool] = []
+            refused: list[str] = []
+            for tool in tools:
+                if tool.name in taken:
+                    refused.append(tool.name)
+                else:
+                    taken.add(tool.name)
+                    kept.append(tool)
+            if kept:
+                self._groups[group] = kept
+            else:
+                self._groups.pop(group, None)
+            self._rebuild()
+        return refused
+
+    def _rebuild(self) -> None:
+        # Plugin tools first, then the groups by name: the same tools give the same order
+        # however they came and went, which keeps the prompt cache warm.
+        by_name = dict(self._tools)
+        for group in sorted(self._groups):
+            by_name.update((t.name, t) for t in self._groups[group])
+        self._by_name = by_name
+        self._specs = None
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The tool definitions for a request; built once per set of tools, the same bytes every
+        call (which keeps the prompt cache warm)."""
+        with self._lock:
+            if self._specs is None:
+                self._specs = [tool.spec() for tool in self._by_name.values()]
+            return self._specs
 
 
 def build_tool(
     function: Callable[..., Any], *, plugin: str, idempotent: bool = False, name: str | None = None
-) -> Tool:
-    """Make a :class:`Tool` from a typed function; raises ``PluginError`` if it cannot."""
+) -> FunctionTool:
+    """Make a :class:`FunctionTool` from a typed function; raises ``PluginError`` if it cannot."""
     import docstring_parser
     import pydantic
 
@@ -255,7 +369,7 @@ def build_tool(
         raise PluginError(
             f"plugin {plugin!r}: tool {tool_name!r} has parameters that have no JSON schema: {exc}"
         ) from exc
-    return Tool(
+    return FunctionTool(
         name=tool_name,
         description=description,
         function=function,
