@@ -39,6 +39,7 @@ class App:
         self.clock = clock
         self.tools = ToolRegistry()
         self._settings: dict[str, Any] = {}
+        self._declared: dict[str, type] = {}
         self._store: Store | None = None
 
     @classmethod
@@ -79,29 +80,41 @@ class App:
     # -- plugin settings and tools ---------------------------------------------------------
 
     def _load_settings(self) -> None:
-        declared: dict[str, type] = {}
-
         def register(name: str, settings_class: type) -> None:
             if not dataclasses.is_dataclass(settings_class):
                 raise PluginError(f"plugin {name!r}: settings must be a dataclass")
-            declared[name] = settings_class
+            self._declared[name] = settings_class
 
         self.plugins.call_strict("register_settings", register=register)
+        self._settings = self._plugin_settings(self.config)
+
+    def _plugin_settings(self, config: Config) -> dict[str, Any]:
+        """Every plugin's settings from ``config``, checked against what the plugins declared."""
+        settings: dict[str, Any] = {}
         errors: list[str] = []
-        for name, table in self.config.plugin_tables.items():
-            if name in declared:
-                self._settings[name] = build_settings(
-                    declared[name], table, f"[plugins.{name}]", errors
+        for name, table in config.plugin_tables.items():
+            if name in self._declared:
+                settings[name] = build_settings(
+                    self._declared[name], table, f"[plugins.{name}]", errors
                 )
             else:
-                self._settings[name] = dict(table)
-        for name, settings_class in declared.items():
-            if name not in self._settings:
-                self._settings[name] = build_settings(
-                    settings_class, {}, f"[plugins.{name}]", errors
-                )
+                settings[name] = dict(table)
+        for name, settings_class in self._declared.items():
+            if name not in settings:
+                settings[name] = build_settings(settings_class, {}, f"[plugins.{name}]", errors)
         if errors:
             raise ConfigError(f"{self.home.config_file}: " + "; ".join(errors))
+        return settings
+
+    def reconfigure(self, config: Config) -> None:
+        """Use ``config`` from now on (a reload); raises ``ConfigError`` and keeps the old one.
+
+        Readers take ``app.config`` once per use, so a turn that started before keeps the
+        values it read; each attribute is swapped in one assignment.
+        """
+        settings = self._plugin_settings(config)
+        self.config = config
+        self._settings = settings
 
     def _load_tools(self) -> None:
         def register(

@@ -18,6 +18,7 @@ from ..db.store import Store
 from ..formats import iso
 from ..fsutil import move_durably, unique_path
 from ..home import Home, holder
+from .health import health_fields
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         for q in PendingQuestions(store).all()
     ]
     report["warnings"] = home_warnings(home)
+    report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report
 
 

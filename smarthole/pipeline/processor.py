@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..agent.loop import Agent, TurnOutcome
     from ..agent.titles import Titler
     from ..app import App
+    from ..config import Config
     from ..db.events import EventLog
     from ..db.ledger import Ledger, LedgerEntry
     from ..db.records import StoredMessage
@@ -59,8 +60,11 @@ class Processor:
 
     def __post_init__(self) -> None:
         self.store = self.app.store
-        self.config = self.app.config
         self.pending = PendingQuestions(self.store)
+
+    @property
+    def config(self) -> Config:
+        return self.app.config  # read at each use: a reload applies to the turns after it
 
     # -- the attempt ------------------------------------------------------------------------
 
