@@ -156,6 +156,7 @@ class Daemon:
         watcher: Watcher | None = None
         try:
             app.plugins.call_strict("startup", app=app)
+            self.notifier.pet()  # recovery may take a while; the loop pets from then on
             recover(runtime, self.clock)
             watcher = runtime.inbox.watch(self.wake)
             watcher.start()
