@@ -16,11 +16,12 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DaemonError, LookupFailed, UsageError
+from ..errors import DaemonError, LookupFailed, SmartholeError, UsageError
 from ..fsutil import atomic_write
 from ..home import Home, holder
 from .units import (
@@ -32,6 +33,7 @@ from .units import (
     systemd_target,
 )
 
+RELOAD_WAIT_SECONDS = 10.0
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 INSTEAD = (
     "use --dry-run to see what would be written, or run `smarthole run` under your own supervisor"
@@ -255,14 +257,26 @@ def status(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> in
 
 
 def reload(args: argparse.Namespace) -> int:
-    """Ask the running daemon to re-read config.toml (SIGHUP)."""
+    """Ask the running daemon to re-read config.toml (SIGHUP) and say how it went."""
     from ..daemon.signals import send_reload
+    from ..daemon.state import read_state
     from .commands import _home
 
     home = _home(args)
     pid = holder(home.lock_file)
     if not pid or pid < 0:
         raise DaemonError(f"no daemon is running for {home.root}; nothing to reload")
+    before = read_state(home, pid) or {}
     send_reload(pid)
-    print(f"Asked the daemon (pid {pid}) to reload {home.config_file}; its log says how it went.")
+    deadline = time.monotonic() + RELOAD_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        state = read_state(home, pid) or {}
+        if state.get("reloaded_at") != before.get("reloaded_at"):
+            print(f"Reloaded {home.config_file} (pid {pid}).")
+            return 0
+        error = state.get("last_error") or ""
+        if state.get("last_error_at") != before.get("last_error_at") and "reload" in error:
+            raise SmartholeError(error)
+        time.sleep(0.05)
+    print(f"Asked the daemon (pid {pid}) to reload; it has not confirmed yet (see its log).")
     return 0

@@ -96,16 +96,19 @@ def test_an_invalid_config_keeps_the_old_one_and_logs_one_error(home, fake, env,
     write_config(home, agent={"persona": "You are Alpha."})
     fake.default = text("ok")
     daemon = daemons(home, env)
-    with (home / "config.toml").open("a") as config:
-        config.write("[daemon]\nworkers = 'many'\n")
+    write_config(home, agent={"persona": "You are Gamma."}, daemon={"workers": "many"})
     result = smarthole("reload", "--home", str(home), env=env)
-    assert result.returncode == 0, result.stderr
-    wait_for(lambda: "reload failed" in daemon.output(), 10, "the reload error")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "smarthole: reload failed; keeping the running configuration: "
+        f"{home / 'config.toml'}: [daemon] workers must be an integer (got 'many')\n"
+    )
     errors = [line for line in daemon.output().splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "keeping the running configuration" in errors[0]
     drop(home, "still there?", "m1")
     wait_for(lambda: finals(home), 10, "a reply with the old config")
     assert "You are Alpha." in fake.requests[-1].system_text
+    assert "Gamma" not in fake.requests[-1].system_text
     status = smarthole("status", "--json", "--home", str(home), env=env)
     report = json.loads(status.stdout)
     assert "reload failed" in report["last_error"]["message"]
@@ -116,8 +119,9 @@ def test_an_invalid_config_keeps_the_old_one_and_logs_one_error(home, fake, env,
 def test_a_setting_that_needs_a_restart_is_logged_as_such(home, env, daemons):
     daemon = daemons(home, env)
     write_config(home, daemon={"workers": 2})
-    daemon.process.send_signal(signal.SIGHUP)
-    wait_for(lambda: "configuration reloaded" in daemon.output(), 10, "the reload")
+    result = smarthole("reload", "--home", str(home), env=env)
+    assert result.returncode == 0 and result.stdout.startswith("Reloaded "), result.stderr
+    assert "configuration reloaded" in daemon.output()
     assert "[daemon] workers changed; it takes effect after a restart" in daemon.output()
     assert daemon.terminate() == 0
 
