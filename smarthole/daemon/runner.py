@@ -228,8 +228,9 @@ class Daemon:
             except Exception:  # the loop must outlive any one bad moment; the scan retries
                 if self.once:
                     raise
-                logger.exception("the main loop failed; trying again in %.1fs", rescan)
-                self.stop_event.wait(rescan)
+                pause = min(rescan, self.notifier.interval or rescan)  # a failing loop still pets
+                logger.exception("the main loop failed; trying again in %.1fs", pause)
+                self.stop_event.wait(pause)
                 continue
             if self.once and self._finished(runtime):
                 housekeeping(runtime, self.clock)
