@@ -41,6 +41,7 @@ class App:
         self.tools = ToolRegistry()
         self.team: dict[str, TeamAgent] = {}
         self._settings: dict[str, Any] = {}
+        self._declared: dict[str, type] = {}
         self._store: Store | None = None
 
     @classmethod
@@ -73,12 +74,7 @@ class App:
         try:
             app._load_settings()
             app._load_tools()
-            app.team = resolve_team(
-                config.agents,
-                home=home,
-                default_model=config.model.name,
-                tool_names={tool.name for tool in app.tools},
-            )
+            app.team = app._resolve_team(config)
         except BaseException:
             app.close()  # a plugin may have opened the store before another one failed
             raise
@@ -87,29 +83,52 @@ class App:
     # -- plugin settings and tools ---------------------------------------------------------
 
     def _load_settings(self) -> None:
-        declared: dict[str, type] = {}
-
         def register(name: str, settings_class: type) -> None:
             if not dataclasses.is_dataclass(settings_class):
                 raise PluginError(f"plugin {name!r}: settings must be a dataclass")
-            declared[name] = settings_class
+            self._declared[name] = settings_class
 
         self.plugins.call_strict("register_settings", register=register)
+        self._settings = self._plugin_settings(self.config)
+
+    def _plugin_settings(self, config: Config) -> dict[str, Any]:
+        """Every plugin's settings from ``config``, checked against what the plugins declared."""
+        settings: dict[str, Any] = {}
         errors: list[str] = []
-        for name, table in self.config.plugin_tables.items():
-            if name in declared:
-                self._settings[name] = build_settings(
-                    declared[name], table, f"[plugins.{name}]", errors
+        for name, table in config.plugin_tables.items():
+            if name in self._declared:
+                settings[name] = build_settings(
+                    self._declared[name], table, f"[plugins.{name}]", errors
                 )
             else:
-                self._settings[name] = dict(table)
-        for name, settings_class in declared.items():
-            if name not in self._settings:
-                self._settings[name] = build_settings(
-                    settings_class, {}, f"[plugins.{name}]", errors
-                )
+                settings[name] = dict(table)
+        for name, settings_class in self._declared.items():
+            if name not in settings:
+                settings[name] = build_settings(settings_class, {}, f"[plugins.{name}]", errors)
         if errors:
             raise ConfigError(f"{self.home.config_file}: " + "; ".join(errors))
+        return settings
+
+    def reconfigure(self, config: Config) -> None:
+        """Use ``config`` from now on (a reload); raises ``ConfigError`` and keeps the old one.
+
+        Readers take ``app.config`` once per use, so a turn that started before keeps the
+        values it read; each attribute is swapped in one assignment.
+        """
+        settings = self._plugin_settings(config)
+        team = self._resolve_team(config)  # instruction files are read again too
+        self.config = config
+        self._settings = settings
+        self.team = team
+
+    def _resolve_team(self, config: Config) -> dict[str, TeamAgent]:
+        return resolve_team(
+            config.agents,
+            home=self.home,
+            default_model=config.model.name,
+            tool_names={tool.name for tool in self.tools},
+            mcp_servers=set(config.mcp.servers),
+        )
 
     def _load_tools(self) -> None:
         def register(

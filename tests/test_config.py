@@ -116,3 +116,25 @@ def test_home_may_come_before_or_after_the_command(tmp_path, where):
     argv = ["--home", home, "init"] if where == "before" else ["init", "--home", home]
     assert main(argv) == 0
     assert (tmp_path / "agent" / "config.toml").exists()
+
+
+def test_init_writes_the_commented_example(tmp_path):
+    home = tmp_path / "agent"
+    assert main(["init", "--home", str(home)]) == 0
+    assert (home / "config.toml").read_text() == EXAMPLE.read_text()
+    assert "# Timeout of one model call" in (home / "config.toml").read_text()
+
+
+def test_init_force_replaces_the_config_and_keeps_a_bak(tmp_path, capsys):
+    home = tmp_path / "agent"
+    assert main(["init", "--home", str(home)]) == 0
+    (home / "config.toml").write_text('[model]\nname = "mine"\n')
+    assert main(["init", "--home", str(home), "--force"]) == 0
+    assert (home / "config.toml.bak").read_text() == '[model]\nname = "mine"\n'
+    assert (home / "config.toml").read_text() == EXAMPLE.read_text()
+    assert "config.toml.bak" in capsys.readouterr().out
+
+
+def test_log_level_must_be_a_known_level():
+    with pytest.raises(ConfigError, match=r"\[daemon\] log_level must be one of debug, info"):
+        parse_config({"daemon": {"log_level": "loud"}})

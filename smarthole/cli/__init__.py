@@ -30,6 +30,7 @@ from ..errors import (
 logger = logging.getLogger("smarthole")
 
 HOME_HELP = "the agent's folder (default: $SMARTHOLE_HOME, else ~/SmartHole)"
+ID_HELP = "a conversation id or a unique prefix of one"
 USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageError, UsageError)
 
 
@@ -59,6 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def configure_logging(args: argparse.Namespace) -> None:
     verbose = getattr(args, "verbose", 0)
+    if args.command == "run":  # the daemon: journal/JSON formats, a log file, levels
+        from pathlib import Path
+
+        from ..daemon.logs import setup_logging
+
+        level = args.log_level or ("debug" if verbose else "info")
+        log_file = Path(args.log_file) if args.log_file else None
+        setup_logging(level=level, fmt=args.log_format, log_file=log_file, verbose=bool(verbose))
+        return
     level = (
         logging.DEBUG if verbose else (logging.INFO if args.command == "run" else logging.WARNING)
     )
@@ -73,7 +83,7 @@ def configure_logging(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import chat, commands, teams
+    from . import chat, commands, service, teams, transfer
 
     parser = argparse.ArgumentParser(
         prog="smarthole",
@@ -94,13 +104,28 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
         return p
 
-    command("init", commands.init, "create the home folder and its config.toml")
+    p = command("init", commands.init, "create the home folder and its config.toml")
+    p.add_argument(
+        "--force", action="store_true", help="replace config.toml (the old one is kept as .bak)"
+    )
 
     p = command("run", commands.run, "run the daemon in the foreground")
     p.add_argument("--once", action="store_true", help="process everything runnable now, then exit")
+    p.add_argument(
+        "--log-format",
+        choices=("text", "journal", "json"),
+        help="text (with times), journal (syslog priorities; the default under systemd) or "
+        "json (one object per line)",
+    )
+    p.add_argument("--log-file", metavar="PATH", help="also log to PATH (reopened after logrotate)")
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="default: [daemon] log_level (info)",
+    )
 
     p = command("send", commands.send, "drop a message into the inbox and print its id")
-    p.add_argument("--channel", metavar="NAME")
+    p.add_argument("--channel", metavar="NAME", help="the channel (queue) of the message")
     target = p.add_mutually_exclusive_group()
     target.add_argument("--conversation", metavar="ID", help="continue this conversation")
     target.add_argument("--new", action="store_true", help="start a new conversation")
@@ -112,6 +137,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("status", commands.status, "show the daemon, queue, deferred and failed work")
     p.add_argument("--json", action="store_true", help="one JSON object")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 with one line per problem (dead letters, stranded claims, an old queue, "
+        "no daemon)",
+    )
+    p.add_argument(
+        "--max-queue-age",
+        type=float,
+        metavar="SECONDS",
+        help="with --check: a problem when a message has waited longer",
+    )
+
+    command("reload", service.reload, "make the running daemon re-read config.toml (SIGHUP)")
+
+    p = command("service", service.main, "run smarthole as a systemd or launchd user service")
+    service.add_arguments(p, HOME_HELP)
 
     p = command("retry", commands.retry, "make deferred messages due and redrive dead ones")
     p.add_argument("ids", nargs="*", metavar="ID", help="message ids or unique prefixes")
@@ -123,23 +165,23 @@ def build_parser() -> argparse.ArgumentParser:
         "list conversations, most recent first",
         aliases=["ls"],
     )
-    p.add_argument("--channel", metavar="C")
+    p.add_argument("--channel", metavar="C", help="only this channel's conversations")
     p.add_argument(
         "--all", action="store_true", help="include ended conversations older than 30 days"
     )
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=int, metavar="N")
+    p.add_argument("--json", action="store_true", help="a JSON list")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N conversations")
 
     p = command("show", commands.show, "print a conversation's transcript")
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", help=ID_HELP)
 
     p = command("resume", chat.resume, "pick a conversation and continue it in chat")
-    p.add_argument("id", nargs="?", metavar="ID")
+    p.add_argument("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")
 
     p = command("chat", chat.chat, "talk to the agent in this terminal")
-    p.add_argument("--channel", metavar="C", default=None)
+    p.add_argument("--channel", metavar="C", default=None, help="the channel (default: chat)")
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--conversation", metavar="ID")
+    target.add_argument("--conversation", metavar="ID", help="continue this conversation")
     target.add_argument(
         "--continue",
         dest="continue_",
@@ -148,8 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     number_option(p, "--timeout", 600.0, "SECONDS", "how long to wait for each reply")
 
-    p = command("export", commands.export, "export a conversation as JSON or Markdown")
-    p.add_argument("id", metavar="ID")
+    p = command("export", transfer.export, "export a conversation as JSON or Markdown")
+    p.add_argument("id", metavar="ID", help=ID_HELP)
     p.add_argument(
         "--format",
         choices=("json", "markdown", "context"),
@@ -157,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="json (default), markdown, or context: the entry agent and the turns only",
     )
 
-    p = command("import", teams.import_context, "import a context JSON as a new conversation")
+    p = command("import", transfer.import_context, "import a context JSON as a new conversation")
     p.add_argument("file", metavar="FILE", help="the JSON file, or - for standard input")
     p.add_argument("--channel", metavar="C", default="default", help="its channel (default)")
 
@@ -167,21 +209,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("tasks", teams.tasks, "list team tasks (running ones and the last 10)")
     p.add_argument("--all", action="store_true", help="list every task")
     p.add_argument("--json", action="store_true", help="print JSON")
-    tasks = p.add_subparsers(dest="tasks_command", metavar="ACTION")
-    q = tasks.add_parser("show", help="a task and its agent turns", description="show a task")
-    q.add_argument("id", metavar="ID")
-    q.add_argument("--json", action="store_true", help="print JSON")
-    q.set_defaults(handler=teams.show)
-    q = tasks.add_parser("abort", help="stop a task", description="stop a task after its call")
-    q.add_argument("id", metavar="ID")
-    q.set_defaults(handler=teams.abort)
+    actions = p.add_subparsers(dest="tasks_command", metavar="ACTION")
+    p = command("show", teams.show, "a task and its agent turns", under=actions)
+    p.add_argument("id", metavar="ID", help="the task's id or a unique prefix")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = command("abort", teams.abort, "stop a task after the model call in flight", under=actions)
+    p.add_argument("id", metavar="ID", help="the task's id or a unique prefix")
 
     p = command("new", commands.new, "end a channel's active conversation")
-    p.add_argument("--channel", metavar="C", default="default")
+    p.add_argument(
+        "--channel", metavar="C", default="default", help="the channel (default: default)"
+    )
 
     p = command("rename", commands.rename, "set a conversation's title (pinned)")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("title", nargs="+", metavar="TITLE")
+    p.add_argument("id", metavar="ID", help=ID_HELP)
+    p.add_argument("title", nargs="+", metavar="TITLE", help="the new title")
 
     p = command(
         "prune",
@@ -191,14 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="say what would be removed")
 
     p = command("events", commands.events, "print lifecycle events")
-    p.add_argument("--conversation", metavar="ID")
+    p.add_argument("--conversation", metavar="ID", help="only this conversation's events")
     p.add_argument("--task", metavar="ID", help="only the events of this team task")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     number_option(p, "--limit", 100, "N", "how many past events to print first")
 
     p = command("plugins", commands.plugins, "list plugins, their hooks and tools")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="a JSON list")
 
     from . import mcp
 
@@ -207,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("list", mcp.mcp_list, "each MCP server, its state and its tools", under=under)
     p.add_argument("--json", action="store_true", help="one JSON array")
     p = command("call", mcp.mcp_call, "call one MCP tool and print the result", under=under)
-    p.add_argument("server", metavar="SERVER")
+    p.add_argument("server", metavar="SERVER", help="the server's name in config.toml")
     p.add_argument("tool", metavar="TOOL", help="the tool's name on its server")
     p.add_argument("--args", metavar="JSON", help="the arguments, a JSON object")
     return parser

@@ -18,6 +18,7 @@ from ..errors import ConfigError, MessageError, UsageError
 from ..home import Home
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..db.events import Event
     from ..db.store import Store
 
@@ -73,13 +74,16 @@ def init(args: argparse.Namespace) -> int:
     try:
         home.ensure()
         (home.root / "plugins").mkdir(exist_ok=True)
-        created = write_default_config(home, plugin_paths=["plugins"])
+        existed = home.config_file.exists()
+        created = write_default_config(home, plugin_paths=["plugins"], force=args.force)
     except OSError as exc:
         raise ConfigError(f"cannot create a home at {home.root}: {exc.strerror or exc}") from exc
-    if created:
+    if created and existed:
+        print(f"Wrote {home.config_file}; the old one is {home.config_file.name}.bak.")
+    elif created:
         print(f"Created {home.root} with {home.config_file.name}.")
     else:
-        print(f"{home.config_file} already exists; left it unchanged.")
+        print(f"{home.config_file} already exists; left it unchanged (--force replaces it).")
     print(
         "Next: export ANTHROPIC_API_KEY=..., then `smarthole run"
         f"{'' if args.home is None else f' --home {home.root}'}`."
@@ -87,7 +91,7 @@ def init(args: argparse.Namespace) -> int:
     return 0
 
 
-def preflight(home: Home) -> None:
+def preflight(home: Home) -> Config:
     """Fail before anything starts if the config is bad or there is no API key."""
     import os
 
@@ -96,14 +100,19 @@ def preflight(home: Home) -> None:
 
     config = load_config(home)
     ModelClient.from_environment(config.model, os.environ).close()
+    return config
 
 
 def run(args: argparse.Namespace) -> int:
     from ..daemon import Daemon
+    from ..daemon.logs import set_level
 
     home = _home(args)
-    preflight(home)
-    daemon = Daemon(home, once=args.once)
+    config = preflight(home)
+    follow = not (args.log_level or args.verbose)  # the command line wins over [daemon]
+    if follow:
+        set_level(config.daemon.log_level)
+    daemon = Daemon(home, once=args.once, follow_log_level=follow)
     code = daemon.run()
     if args.once and daemon.summary.get("deferred"):
         due = daemon.summary["next_due"]
@@ -166,6 +175,13 @@ def status(args: argparse.Namespace) -> int:
 
     with opened(args) as (home, store):
         report = status_report(home, store)
+    if args.check or args.max_queue_age is not None:
+        from .health import problems
+
+        found = problems(report, args.max_queue_age)
+        for line in found:
+            print(line)
+        return 1 if found else 0
     if args.json:
         print_json(report)
     else:
@@ -222,27 +238,6 @@ def show(args: argparse.Namespace) -> int:
                 OutboxRecord(home, store).items_for_conversation(conversation.id),
             )
         )
-    return 0
-
-
-def export(args: argparse.Namespace) -> int:
-    from ..config import load_config
-    from ..conversations import Conversations, context_of
-    from ..db.outbox import OutboxRecord
-    from .render import export_markdown
-
-    with opened(args) as (home, store):
-        conversations = Conversations(store)
-        entry = load_config(home).agent.name
-        data = conversations.export(
-            conversations.get(args.id), OutboxRecord(home, store), entry_agent=entry
-        )
-    if args.format == "json":
-        print_json(data)
-    elif args.format == "context":
-        print(json.dumps(context_of(data), indent=2, ensure_ascii=False))
-    else:
-        print(export_markdown(data))
     return 0
 
 

@@ -9,6 +9,7 @@ from ..conversations import ConversationView
 from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
+from .health import health_lines
 
 
 def relative_time(then: datetime, now: datetime) -> str:
@@ -146,6 +147,7 @@ def status_text(report: dict[str, Any]) -> str:
     lines = [
         f"daemon: running (pid {report['pid']})" if report["running"] else "daemon: not running"
     ]
+    lines += ["  " + line for line in health_lines(report)]
     for key, title in (
         ("queued", "queued"),
         ("in_progress", "in progress"),

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from ..errors import LookupFailed, UsageError
+from ..errors import LookupFailed
 from .commands import opened, print_json
 
 
@@ -120,24 +117,6 @@ def abort(args: argparse.Namespace) -> int:
         print(f"Task {task.id} aborted; the entry agent hears it when its turn goes on.")
     else:
         print(f"Task {task.id} will stop after the model call in flight returns.")
-    return 0
-
-
-def import_context(args: argparse.Namespace) -> int:
-    """Read a context JSON (seed 001's shape) into a new conversation; print its id."""
-    from ..conversations import Conversations
-
-    source = "standard input" if args.file == "-" else args.file
-    try:
-        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
-        data = json.loads(raw)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {source}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{source} is not JSON: {exc}") from exc
-    with opened(args) as (_, store):
-        conversation = Conversations(store).import_context(data, channel=args.channel)
-    print(conversation.id)
     return 0
 
 

@@ -75,18 +75,44 @@ def default_config_data(plugin_paths: list[str] | None = None) -> dict[str, Any]
     return data
 
 
-def write_default_config(home: Home, *, plugin_paths: list[str] | None = None) -> bool:
-    """Write ``config.toml`` with every default; never overwrite. Returns True if written."""
+def example_config_text(plugin_paths: list[str] | None = None) -> str:
+    """The commented example (``config.example.toml``, shipped as ``example.toml``).
+
+    It is used when it holds exactly the defaults asked for; otherwise (a different plugin
+    path, or an installation without the file) the bare keys with their defaults.
+    """
+    from importlib.resources import files
+
+    defaults = default_config_data(plugin_paths)
+    try:
+        text = files(__package__).joinpath("example.toml").read_text(encoding="utf-8")
+        if loads_toml(text, source="example.toml") == defaults:
+            return text
+    except (OSError, ConfigError):
+        pass
+    return dumps_toml(defaults)
+
+
+def write_default_config(
+    home: Home, *, plugin_paths: list[str] | None = None, force: bool = False
+) -> bool:
+    """Write ``config.toml`` as the commented example. Returns True if written.
+
+    An existing file is never overwritten, unless ``force``: then it is kept as
+    ``config.toml.bak`` first.
+    """
     from ..fsutil import atomic_write
 
-    if home.config_file.exists():
+    data = example_config_text(plugin_paths).encode()
+    path = home.config_file
+    if force and path.exists():
+        atomic_write(path.with_name(path.name + ".bak"), path.read_bytes())
+        atomic_write(path, data)
+        return True
+    if path.exists():
         return False
     try:
-        atomic_write(
-            home.config_file,
-            dumps_toml(default_config_data(plugin_paths)).encode(),
-            exclusive=True,
-        )
+        atomic_write(path, data, exclusive=True)
     except FileExistsError:
         return False
     return True

@@ -27,6 +27,9 @@ DEFAULT_INSTRUCTIONS = """\
 - Call end_conversation when the user's request is fully done and they are saying goodbye."""
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     name: str = setting("claude-haiku-4-5", "Model used for the agent's turns.")
@@ -101,6 +104,13 @@ class DaemonSettings:
         "On SIGTERM/SIGINT, how long in-flight turns may take to reach a safe point.",
         minimum=0,
     )
+    log_level: str = setting(
+        "info", "Log level of `smarthole run`: debug, info, warning or error (--log-level wins)."
+    )
+
+    def __post_init__(self) -> None:
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 NAME_RULE = "a lowercase letter, then up to 31 lowercase letters, digits, - or _"
 # The human-facing tools are the entry agent's alone: a team agent never messages the person,
 # ends their conversation, or starts a task of its own.
+MCP_SEPARATOR = "__"  # an MCP tool reaches the model as <server>__<tool>
 ENTRY_ONLY_TOOLS = frozenset({"send_message", "end_conversation", "start_task", "finish_task"})
 
 
@@ -89,8 +90,14 @@ def resolve_team(
     home: Home,
     default_model: str,
     tool_names: Collection[str],
+    mcp_servers: Collection[str] = (),
 ) -> dict[str, TeamAgent]:
-    """Read instruction files and check tool names; one ``ConfigError`` lists every problem."""
+    """Read instruction files and check tool names; one ``ConfigError`` lists every problem.
+
+    A tool may be a plugin's, or an MCP server's (``files__read_text_file``, or ``files__*``
+    for all of them): those are checked against the configured servers only, since a server's
+    tools are known once it runs.
+    """
     errors: list[str] = []
     team: dict[str, TeamAgent] = {}
     for name, agent in agents.items():
@@ -103,8 +110,13 @@ def resolve_team(
             except (OSError, UnicodeDecodeError) as exc:
                 errors.append(f"{where} instructions_file {str(path)!r} cannot be read: {exc}")
         for tool in agent.tools:
-            if tool not in tool_names:
-                errors.append(f"{where} tools: no plugin registers a tool named {tool!r}")
+            server, separator, rest = tool.partition(MCP_SEPARATOR)
+            if tool in tool_names or (separator and rest and server in mcp_servers):
+                continue
+            errors.append(
+                f"{where} tools: no plugin registers a tool named {tool!r}"
+                + (f" and there is no MCP server {server!r}" if separator else "")
+            )
         team[name] = TeamAgent(
             name=name,
             description=" ".join(agent.description.split()),

@@ -7,8 +7,11 @@ in a worker. Signals are owned by :func:`smarthole.daemon.signals.capture_signal
 first step of start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops
 claiming, in-flight turns stop at their next committed boundary (within
 ``shutdown_grace_seconds``), and whatever was cut off resumes on the next start; a second
-signal forces an immediate exit.
-SIGHUP is logged and ignored (reloading is not supported yet).
+signal forces an immediate exit. SIGHUP reloads ``config.toml`` (see ``reload``) from the
+main loop, between two dispatches, so no turn is dropped.
+
+Under a service manager the loop also reports readiness, a status line and the watchdog
+(``notify``), and keeps ``.smarthole/daemon.json`` (``state``) for ``smarthole status``.
 """
 
 from __future__ import annotations
@@ -19,81 +22,28 @@ import queue
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from ..agent.client import ModelClient
-from ..agent.loop import Agent
-from ..agent.titles import Titler
 from ..app import App
-from ..db.events import EventLog
-from ..db.ledger import Ledger, LedgerEntry
-from ..db.pending import PendingQuestions
+from ..db.ledger import LedgerEntry
 from ..db.store import Store
-from ..db.tasks import Tasks
-from ..formats import Clock, utc_now
+from ..formats import Clock, iso, utc_now
 from ..home import Home, HomeLock
 from ..mcpservers import McpServers
-from ..pipeline.inbox import Inbox, Watcher
-from ..pipeline.outbox import Outbox
-from ..pipeline.processor import Processor
-from ..teams import TeamRunner
+from ..pipeline.inbox import Watcher
+from .logs import log_context, set_level
+from .notify import Notifier
+from .reload import reload_config
+from .runtime import Runtime
 from .signals import STOP_SIGNALS, Signals, capture_signals
+from .state import DaemonState, ErrorRecorder
+from .upkeep import housekeeper, housekeeping, recover, status_line
 
 logger = logging.getLogger(__name__)
 
 WORKER_BACKOFF_SECONDS = 2.0
-
-
-@dataclass
-class Runtime:
-    """Everything that processes messages, built from an :class:`App`."""
-
-    app: App
-    ledger: Ledger
-    events: EventLog
-    outbox: Outbox
-    inbox: Inbox
-    processor: Processor
-    titler: Titler
-    client: ModelClient
-
-    @classmethod
-    def build(
-        cls,
-        app: App,
-        *,
-        env: Mapping[str, str] | None = None,
-        stop: threading.Event | None = None,
-    ) -> Runtime:
-        store = app.store
-        events = EventLog(store, lambda event: app.plugins.notify("event", event=event))
-        ledger = Ledger(store)
-        outbox = Outbox(app.home, store, app.plugins, events)
-        inbox = Inbox(app.home, app.config.inbox, store, ledger, events, app.plugins)
-        client = ModelClient.from_environment(app.config.model, env)
-        titler = Titler(store, events, client, app.config.titles)
-        agent = Agent(
-            client,
-            app.tools,
-            max_tool_iterations=app.config.conversation.max_tool_iterations,
-        )
-        processor = Processor(
-            app=app,
-            agent=agent,
-            ledger=ledger,
-            outbox=outbox,
-            events=events,
-            inbox=inbox,
-            teams=TeamRunner(app, agent, events, stop=stop),
-            titler=titler,
-            stop=stop,
-        )
-        return cls(app, ledger, events, outbox, inbox, processor, titler, client)
-
-    def close(self) -> None:
-        self.client.close()
+STATUS_EVERY_SECONDS = 1.0  # the status line and daemon.json are refreshed at most this often
 
 
 class Daemon:
@@ -108,6 +58,7 @@ class Daemon:
         extra_plugins: Iterable[tuple[str, object]] = (),
         clock: Clock = utc_now,
         handle_signals: bool = True,
+        follow_log_level: bool = False,
     ) -> None:
         self.home = home
         self.once = once
@@ -115,6 +66,11 @@ class Daemon:
         self.extra_plugins = list(extra_plugins)
         self.clock = clock
         self.handle_signals = handle_signals
+        self.follow_log_level = follow_log_level  # [daemon] log_level, unless --log-level
+        self.notifier = Notifier(self.env)
+        self.state: DaemonState | None = None
+        self._reload = threading.Event()
+        self._next_status = 0.0
         self.stop_event = threading.Event()
         self.wake_event = threading.Event()
         self.ready = threading.Event()
@@ -139,7 +95,9 @@ class Daemon:
     def _on_signal(self, received: Signals) -> None:
         """Called by the signal watcher thread (not in signal context): say what happens next."""
         if received not in STOP_SIGNALS:
-            logger.warning("Received %s; reload is not supported yet, still running", received.name)
+            logger.info("Received %s; reloading the configuration", received.name)
+            self._reload.set()  # the main loop reloads, between two dispatches
+            self.wake()
             return
         busy = len(self._busy_channels())
         if busy:
@@ -169,12 +127,16 @@ class Daemon:
                     lock.release()
         finally:
             self.ready.set()  # whoever waits for start-up must not wait for ever
+            self.notifier.close()
         return captured.exit_code()
 
     def _run_locked(self) -> None:
         Store.open(self.home.database, clock=self.clock, recover=True).close()
         app = App.load(self.home, extra_plugins=self.extra_plugins, env=self.env, clock=self.clock)
-        self._grace = app.config.daemon.shutdown_grace_seconds
+        self._apply_settings(app)
+        self.state = DaemonState(self.home, self.clock)
+        recorder = ErrorRecorder(self.state)
+        logging.getLogger().addHandler(recorder)
         try:
             runtime = Runtime.build(app, env=self.env, stop=self.stop_event)
             try:
@@ -182,6 +144,9 @@ class Daemon:
             finally:
                 runtime.close()
         finally:
+            logging.getLogger().removeHandler(recorder)
+            self.state.update(ready=False, status="stopped")
+            self.state.flush()
             if self._clean:  # abandoned turns still use the store; the process exit closes it
                 app.close()
         if self.started:
@@ -195,56 +160,56 @@ class Daemon:
         )
         try:
             app.plugins.call_strict("startup", app=app)
-            self._recover(runtime)
+            self.notifier.pet()  # recovery may take a while; the loop pets from then on
+            recover(runtime, self.clock)
             mcp.start()  # after recovery: their tools are there when interrupted turns resume
             watcher = runtime.inbox.watch(self.wake)
             watcher.start()
             self._start_workers(runtime)
             self.started = True
             self.ready.set()
+            self._report_status(runtime, ready=True)
             logger.info("smarthole is watching %s", self.home.inbox)
             self._loop(runtime)
             logger.info("smarthole is stopping")
         finally:
+            self.notifier.stopping()
+            if self.state is not None:
+                self.state.update(ready=False, status="stopping")
+                self.state.flush()
             if watcher is not None:
                 watcher.stop()
             self._clean = self._stop_workers(self._grace)
             mcp.stop()
             app.plugins.notify("shutdown", app=app)
 
-    def _recover(self, runtime: Runtime) -> None:
-        """Make the store and the folders agree again after whatever stopped the last run."""
-        store = runtime.app.store
-        for turn in store.interrupt_running_turns():
-            logger.warning(
-                "turn %d of conversation %s was interrupted; it will resume",
-                turn.number,
-                turn.conversation_id,
-            )
-            conversation = store.conversation(turn.conversation_id)
-            runtime.events.emit(
-                "turn_interrupted",
-                conversation=turn.conversation_id,
-                channel=conversation.channel if conversation else None,
-                turn=turn.number,
-                message_id=turn.message_id,
-                at_start=True,
-            )
-        Tasks(store).interrupt_active()  # each resumes with the turn that owns it
-        requeued = runtime.ledger.requeue_in_progress()
-        recovered = runtime.inbox.recover()
-        for item in runtime.outbox.undelivered():
-            runtime.outbox.finish(item.id)
-        expired = PendingQuestions(store).expire(
-            self.clock(), runtime.app.config.conversation.pending_state_timeout_minutes
-        )
-        if requeued or recovered or expired:
-            logger.info(
-                "recovered: %d message(s) requeued, %d claimed file(s), %d expired question(s)",
-                requeued,
-                recovered,
-                len(expired),
-            )
+    def _apply_settings(self, app: App) -> None:
+        """Take the settings the daemon reads outside turns (at start and after a reload)."""
+        self._grace = app.config.daemon.shutdown_grace_seconds
+        if self.follow_log_level:
+            set_level(app.config.daemon.log_level)
+
+    def _reload_now(self, runtime: Runtime) -> None:
+        """SIGHUP: tell the service manager, re-read config.toml, then be ready again."""
+        self._reload.clear()
+        self.notifier.reloading()
+        if reload_config(runtime.app):
+            self._apply_settings(runtime.app)
+            assert self.state is not None
+            self.state.update(reloaded_at=iso(self.clock()))
+        self._report_status(runtime, ready=True)
+
+    def _report_status(self, runtime: Runtime, *, ready: bool = False) -> None:
+        """The status line for the service manager and daemon.json (``ready`` sends READY=1)."""
+        self._next_status = time.monotonic() + STATUS_EVERY_SECONDS
+        line = status_line(len(self._busy_channels()), runtime.ledger.counts())
+        if ready:
+            self.notifier.ready(line)
+        else:
+            self.notifier.status(line)
+        if self.state is not None:
+            self.state.update(ready=True, status=line)
+            self.state.flush()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -256,7 +221,12 @@ class Daemon:
             self.wake_event.clear()
             now = time.monotonic()
             due = None
+            pet = self.notifier.pet(now)  # from this loop: a stuck loop stops petting
             try:
+                if self._reload.is_set():
+                    self._reload_now(runtime)
+                if now >= self._next_status:
+                    self._report_status(runtime)
                 if woken or now >= next_scan:
                     runtime.inbox.claim_all()
                     next_scan = now + rescan
@@ -264,11 +234,12 @@ class Daemon:
             except Exception:  # the loop must outlive any one bad moment; the scan retries
                 if self.once:
                     raise
-                logger.exception("the main loop failed; trying again in %.1fs", rescan)
-                self.stop_event.wait(rescan)
+                pause = min(rescan, self.notifier.interval or rescan)  # a failing loop still pets
+                logger.exception("the main loop failed; trying again in %.1fs", pause)
+                self.stop_event.wait(pause)
                 continue
             if self.once and self._finished(runtime):
-                self._housekeeping(runtime)
+                housekeeping(runtime, self.clock)
                 self._report(runtime)
                 return
             timeout = min(rescan, max(0.0, next_scan - time.monotonic()))
@@ -278,6 +249,9 @@ class Daemon:
                 timeout = min(timeout, max(0.0, look - time.monotonic()))
             if due is not None:
                 timeout = min(timeout, max(0.0, (due - self.clock()).total_seconds()))
+            for moment in (pet, self._next_status):
+                if moment is not None:
+                    timeout = min(timeout, max(0.0, moment - time.monotonic()))
             self.wake_event.wait(timeout=max(timeout, 0.01))
 
     def _dispatch(self, runtime: Runtime) -> datetime | None:
@@ -325,39 +299,18 @@ class Daemon:
                 due.isoformat() if due else "?",
             )
 
-    def _housekeeping(self, runtime: Runtime) -> None:
-        """Expire old questions, end idle conversations, write due titles and summaries."""
-        store = runtime.app.store
-        config = runtime.app.config.conversation
-        PendingQuestions(store).expire(self.clock(), config.pending_state_timeout_minutes)
-        idle = timedelta(minutes=config.idle_timeout_minutes)
-        waiting = {q.conversation_id for q in PendingQuestions(store).all()}
-        busy = {e.channel for e in runtime.ledger.by_status("queued", "in_progress", "deferred")}
-        for conversation in store.open_conversations():
-            if conversation.id in waiting or conversation.channel in busy:
-                continue
-            if self.clock() - conversation.updated_at > idle:
-                runtime.processor.conversations.end(conversation, "idle_timeout")
-        runtime.titler.sweep()
-
-    def _housekeeper(self, runtime: Runtime) -> None:
-        """Background thread: housekeeping never delays claiming or dispatching."""
-        interval = max(runtime.app.config.inbox.rescan_seconds, 1.0)
-        while not self.stop_event.wait(timeout=interval):
-            try:
-                self._housekeeping(runtime)
-            except Exception:
-                logger.exception("housekeeping failed; trying again in %.0fs", interval)
-
     # -- workers ---------------------------------------------------------------------------
 
     def _start_workers(self, runtime: Runtime) -> None:
         if not self.once:
-            housekeeper = threading.Thread(
-                target=self._housekeeper, args=(runtime,), name="smarthole-housekeeper", daemon=True
+            keeper = threading.Thread(
+                target=housekeeper,
+                args=(runtime, self.clock, self.stop_event),
+                name="smarthole-housekeeper",
+                daemon=True,
             )
-            housekeeper.start()
-            self._threads.append(housekeeper)
+            keeper.start()
+            self._threads.append(keeper)
         for index in range(runtime.app.config.daemon.workers):
             thread = threading.Thread(
                 target=self._work, args=(runtime,), name=f"smarthole-worker-{index}", daemon=True
@@ -371,8 +324,11 @@ class Daemon:
             if entry is None:
                 return
             try:
-                outcome = runtime.processor.process(entry)
-                logger.debug("message %s: %s", entry.id, outcome)
+                with log_context(
+                    message_id=entry.id, conversation=entry.conversation_id, turn=entry.turn
+                ):
+                    outcome = runtime.processor.process(entry)
+                    logger.debug("message %s: %s", entry.id, outcome)
             except Exception:
                 logger.exception("worker failed on message %s; retrying shortly", entry.id)
                 self.stop_event.wait(WORKER_BACKOFF_SECONDS)  # no hot loop on a lasting fault

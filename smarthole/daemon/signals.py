@@ -113,3 +113,13 @@ def capture_signals(
         os.close(captured._write_fd)  # the watcher reads what is left, then end of file
         watcher.join()
         os.close(captured._read_fd)
+
+
+def send_reload(pid: int) -> None:
+    """Ask the daemon ``pid`` to reload its configuration (SIGHUP), for ``smarthole reload``."""
+    try:
+        os.kill(pid, signal.SIGHUP)
+    except ProcessLookupError as exc:
+        from ..errors import DaemonError
+
+        raise DaemonError(f"the daemon (pid {pid}) is gone; nothing to reload") from exc

@@ -232,6 +232,11 @@ class Ledger:
         row = self.store.query_one("SELECT COALESCE(SUM(duplicates), 0) AS n FROM inbox")
         return int(row["n"]) if row else 0
 
+    def counts(self) -> dict[str, int]:
+        """How many messages are in each status (for the service manager's status line)."""
+        rows = self.store.query("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status")
+        return {row["status"]: int(row["n"]) for row in rows}
+
     def clear_claim(self, message_id: str) -> None:
         """The claimed file of an answered message is gone."""
         with self.store.transaction() as db:

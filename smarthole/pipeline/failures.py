@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 from ..errors import TurnError
+
+
+class Failure(NamedTuple):
+    """A failed attempt: what went wrong and how many attempts the message has had."""
+
+    error: TurnError
+    attempts: int
 
 
 def backoff_delay(

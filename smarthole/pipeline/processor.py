@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..agent.loop import TurnOutcome
 from ..agent.prompts import system_prompt
@@ -33,13 +33,14 @@ from ..errors import (
 )
 from ..formats import iso
 from ..teams import HumanTurn, TeamRunner
-from .failures import backoff_delay, friendly_error
+from .failures import Failure, backoff_delay, friendly_error
 from .turn import TurnRun
 
 if TYPE_CHECKING:
     from ..agent.loop import Agent
     from ..agent.titles import Titler
     from ..app import App
+    from ..config import Config
     from ..db.events import EventLog
     from ..db.ledger import Ledger, LedgerEntry
     from ..db.records import StoredMessage
@@ -52,13 +53,6 @@ logger = logging.getLogger(__name__)
 def final_reply_id(message_id: str, generation: int) -> str:
     """The id of a message's final outbox item: fixed, so writing it is idempotent."""
     return hashlib.sha256(f"final:{generation}:{message_id}".encode()).hexdigest()[:16]
-
-
-class Failure(NamedTuple):
-    """A failed attempt: what went wrong and how many attempts the message has had."""
-
-    error: TurnError
-    attempts: int
 
 
 @dataclass
@@ -78,9 +72,12 @@ class Processor:
 
     def __post_init__(self) -> None:
         self.store = self.app.store
-        self.config = self.app.config
         self.pending = PendingQuestions(self.store)
         self.conversations = Conversations(self.store, self.events)
+
+    @property
+    def config(self) -> Config:
+        return self.app.config  # read at each use: a reload applies to the turns after it
 
     # -- the attempt ------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..db.tasks import AgentTurn, Task, Tasks
 from ..errors import InternalError, TeamRequestError, ToolError, TurnError, TurnInterrupted
+from ..mcpservers import tool_matches
 from ..tools import ToolContext, ToolSet, build_tool
 from .prompts import (
     ABORTED_NOTE,
@@ -234,7 +235,10 @@ class TeamRunner:
         session = AgentTurnSession(
             self.app, self.tasks, task, index, agent_system(agent, task), place, self.stop
         )
-        tools = self.app.tools.subset(agent.tools, self._finish_tool)
+        tools = self.app.tools.only(
+            lambda name: any(tool_matches(allowed, name) for allowed in agent.tools),
+            self._finish_tool,
+        )
         outcome = self.agent.run(session, tools=tools, model=agent.model)
         messages = self.tasks.messages(task.id, index)
         calls = [block["name"] for m in messages if m.kind == "assistant" for block in m.tool_uses]

@@ -200,7 +200,7 @@ def _as_text(value: Any) -> str:
 
 
 class ToolSet:
-    """Some tools, by name: what one agent is offered (see ``ToolRegistry.subset``)."""
+    """Some tools, by name: what one agent is offered (see ``ToolSet.only``)."""
 
     def __init__(self, tools: typing.Iterable[Tool] = ()) -> None:
         self._by_name: dict[str, Tool] = {tool.name: tool for tool in tools}
@@ -225,10 +225,9 @@ class ToolSet:
             self._specs = [tool.spec() for tool in self._by_name.values()]
         return self._specs
 
-    def subset(self, names: typing.Iterable[str], *extra: Tool) -> ToolSet:
-        """The tools named (in this set's order), then ``extra``."""
-        wanted = set(names)
-        return ToolSet([*(t for t in self if t.name in wanted), *extra])
+    def only(self, allowed: Callable[[str], bool], *extra: Tool) -> ToolSet:
+        """The tools whose names are ``allowed`` (in this set's order), then ``extra``."""
+        return ToolSet([*(t for t in self if allowed(t.name)), *extra])
 
     def plus(self, *extra: Tool) -> ToolSet:
         return ToolSet([*self, *extra])

@@ -138,12 +138,12 @@ def test_a_bad_config_or_plugin_at_start_is_one_line_and_exit_2(
     assert result.stderr.startswith("smarthole: ") and expected in result.stderr
 
 
-def test_sighup_is_logged_and_the_daemon_keeps_running(home, fake, env, daemons):
+def test_sighup_reloads_and_the_daemon_keeps_running(home, fake, env, daemons):
     fake.default = text("still here")
     daemon = daemons(home, env)
     daemon.process.send_signal(signal.SIGHUP)
-    wait_for(lambda: "Received SIGHUP" in daemon.output(), 10, "the SIGHUP log line")
-    assert "still running" in daemon.output()
+    wait_for(lambda: "configuration reloaded" in daemon.output(), 10, "the reload log line")
+    assert "Received SIGHUP; reloading the configuration" in daemon.output()
     drop(home, "are you there?", "m1")
     wait_for(lambda: finals(home), 10, "a reply after SIGHUP")
     assert daemon.process.poll() is None

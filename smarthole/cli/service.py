@@ -1,0 +1,282 @@
+"""``smarthole service``: install, remove and look at smarthole as a user service.
+
+Linux gets a systemd **user** unit (``Type=notify``, watchdog, reload on SIGHUP); macOS a
+launchd agent. The API key is never written into the unit: it goes into the home's
+``.smarthole/service.env`` (0600), which the unit reads, and it is never printed. ``--dry-run``
+prints the files and commands and changes nothing. What each manager's files look like is in
+``units``; this module plans, checks, writes and runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DaemonError, LookupFailed, SmartholeError, UsageError
+from ..fsutil import atomic_write
+from ..home import Home, holder
+from .units import (
+    ENV_HEADER,
+    SECRET_ENV,
+    ServiceTarget,
+    env_file_text,
+    launchd_target,
+    systemd_target,
+)
+
+RELOAD_WAIT_SECONDS = 10.0
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+INSTEAD = (
+    "use --dry-run to see what would be written, or run `smarthole run` under your own supervisor"
+)
+
+
+@dataclass
+class Plan:
+    """What ``install`` writes and runs."""
+
+    target: ServiceTarget
+    env_file: Path
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def start(self) -> list[list[str]]:
+        return self.target.start_commands
+
+
+def add_arguments(parser: argparse.ArgumentParser, home_help: str) -> None:
+    """The ``service`` subcommands and their options."""
+    sub = parser.add_subparsers(dest="service_command", metavar="ACTION", required=True)
+
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=home_help)
+        p.add_argument(
+            "--name",
+            metavar="NAME",
+            help="run several homes side by side: the unit is smarthole-NAME",
+        )
+        return p
+
+    p = action("install", "install and start smarthole as a user service")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the files and commands; change nothing"
+    )
+    p.add_argument("--force", action="store_true", help="replace an installed unit of that name")
+    p.add_argument("--no-start", action="store_true", help="write the files; run nothing")
+    action("uninstall", "stop, disable and remove the service")
+    action("status", "the service manager's view, then `smarthole status`")
+
+
+def main(args: argparse.Namespace) -> int:
+    handlers = {"install": install, "uninstall": uninstall, "status": status}
+    return handlers[args.service_command](args)
+
+
+# -- choosing the manager ---------------------------------------------------------------------
+
+
+def target_for(
+    name: str | None, home: Home | None, *, platform: str | None = None, env: Mapping[str, str]
+) -> ServiceTarget:
+    """The unit file, label and commands for this platform (``home`` None: for removal)."""
+    if name is not None and not NAME_PATTERN.fullmatch(name):
+        raise UsageError(f"--name {name!r}: use letters, digits, '-' and '_' only")
+    platform = platform or sys.platform
+    if platform.startswith("linux"):
+        return systemd_target(name, home, executable(), env)
+    if platform == "darwin":
+        return launchd_target(name, home, executable(), env)
+    raise UsageError(f"smarthole service does not support {platform}; {INSTEAD}")
+
+
+def executable() -> list[str]:
+    """How the service starts this installation: its ``smarthole`` script, absolute."""
+    script = Path(sys.executable).parent / "smarthole"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [str(Path(sys.executable).absolute()), "-m", "smarthole"]
+
+
+def check_manager(target: ServiceTarget, env: Mapping[str, str]) -> None:
+    """A one-line error if the service manager cannot be reached from here."""
+    tool = target.manager
+    if shutil.which(tool, path=env.get("PATH")) is None:
+        raise UsageError(f"{tool} was not found: this system has no {target.kind}; {INSTEAD}")
+    if tool == "systemctl" and not user_bus(env):
+        raise UsageError(
+            "no user session bus (a login without a systemd user session, e.g. su or a "
+            "container): log in directly or run `loginctl enable-linger`; " + INSTEAD
+        )
+
+
+def user_bus(env: Mapping[str, str]) -> bool:
+    if env.get("DBUS_SESSION_BUS_ADDRESS"):
+        return True
+    runtime = env.get("XDG_RUNTIME_DIR")
+    return runtime is not None and Path(runtime, "bus").exists()
+
+
+def run_command(command: list[str], env: Mapping[str, str], *, check: bool = True) -> str:
+    try:
+        done = subprocess.run(command, env=dict(env), capture_output=True, text=True, timeout=120)
+    except OSError as exc:
+        raise UsageError(f"cannot run {command[0]}: {exc.strerror or exc}; {INSTEAD}") from exc
+    if check and done.returncode != 0:
+        reason = (done.stderr or done.stdout).strip().splitlines()
+        raise UsageError(
+            f"`{shlex.join(command)}` failed (exit {done.returncode})"
+            + (f": {reason[0]}" if reason else "")
+        )
+    return done.stdout + done.stderr
+
+
+# -- install ----------------------------------------------------------------------------------
+
+
+def plan_install(home: Home, name: str | None, env: Mapping[str, str]) -> Plan:
+    target = target_for(name, home, env=env)
+    secrets = {key: env[key] for key in SECRET_ENV if env.get(key, "").strip()}
+    return Plan(target=target, env_file=home.state / "service.env", secrets=secrets)
+
+
+def install(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    from .commands import _home
+
+    env = os.environ if env is None else env
+    plan = plan_install(_home(args), args.name, env)
+    unit = plan.target.unit_path
+    if args.dry_run:
+        print(describe(plan, args))
+        return 0
+    if unit.exists() and not args.force:
+        raise UsageError(f"{unit} already exists; use --force to replace it")
+    if not args.no_start:
+        check_manager(plan.target, env)
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(unit, plan.target.unit_text.encode(), mode=0o644)
+    print(f"Wrote {unit}")
+    if plan.secrets:
+        atomic_write(plan.env_file, env_file_text(plan.secrets).encode())  # 0600
+        print(f"Wrote {plan.env_file} (mode 0600) with {', '.join(plan.secrets)}")
+    elif not plan.env_file.exists():
+        print(f"Note: ANTHROPIC_API_KEY is not set; put it in {plan.env_file} (KEY='value', 0600)")
+    if args.no_start:
+        print("Not started. To start it:\n" + "\n".join(f"  {shlex.join(c)}" for c in plan.start))
+        return 0
+    for command in plan.start:
+        run_command(command, env)
+        print(f"Ran {shlex.join(command)}")
+    print(plan.target.next_steps)
+    return 0
+
+
+def describe(plan: Plan, args: argparse.Namespace) -> str:
+    """The ``--dry-run`` text: every file with its content (secrets by name), every command."""
+    unit = plan.target.unit_path
+    lines = [f"Would write {unit}:", ""]
+    lines += [f"    {line}".rstrip() for line in plan.target.unit_text.splitlines()]
+    lines.append("")
+    if unit.exists() and not args.force:
+        lines.append(f"Note: {unit} already exists; without --force, install stops here.")
+    if plan.secrets:
+        names = ", ".join(plan.secrets)
+        lines.append(f"Would write {plan.env_file} (mode 0600) with {names} (values not shown)")
+    else:
+        lines.append(f"ANTHROPIC_API_KEY is not set: {plan.env_file} would not be written")
+    if args.no_start:
+        lines.append("Would run nothing (--no-start)")
+    else:
+        lines.append("Would run:")
+        lines += [f"    {shlex.join(command)}" for command in plan.start]
+    return "\n".join(lines)
+
+
+# -- uninstall and status ---------------------------------------------------------------------
+
+
+def installed(args: argparse.Namespace, env: Mapping[str, str]) -> ServiceTarget:
+    target = target_for(args.name, None, env=env)
+    if not target.unit_path.exists():
+        raise LookupFailed(f"no smarthole service is installed at {target.unit_path}")
+    return target
+
+
+def uninstall(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    target = installed(args, env)
+    check_manager(target, env)
+    env_file = target.env_file()
+    for command in target.stop_commands:
+        run_command(command, env, check=False)  # already stopped or disabled is fine
+        print(f"Ran {shlex.join(command)}")
+    target.unit_path.unlink()
+    print(f"Removed {target.unit_path}")
+    if env_file is not None and ours(env_file):
+        env_file.unlink()
+        print(f"Removed {env_file}")
+    for command in target.after_removal:
+        run_command(command, env, check=False)
+    return 0
+
+
+def ours(env_file: Path) -> bool:
+    """Whether ``install`` wrote this service.env (a hand-written one is left alone)."""
+    try:
+        return env_file.read_text(encoding="utf-8", errors="replace").startswith(ENV_HEADER)
+    except OSError:
+        return False
+
+
+def status(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    from . import commands
+
+    env = os.environ if env is None else env
+    target = installed(args, env)
+    check_manager(target, env)
+    print(run_command(target.status_command, env, check=False).rstrip())
+    print()
+    home = target.home()
+    if home is None:
+        return commands.NOT_RUNNING
+    return commands.status(
+        argparse.Namespace(home=str(home), json=False, check=False, max_queue_age=None)
+    )
+
+
+# -- reload -----------------------------------------------------------------------------------
+
+
+def reload(args: argparse.Namespace) -> int:
+    """Ask the running daemon to re-read config.toml (SIGHUP) and say how it went."""
+    from ..daemon.signals import send_reload
+    from ..daemon.state import read_state
+    from .commands import _home
+
+    home = _home(args)
+    pid = holder(home.lock_file)
+    if not pid or pid < 0:
+        raise DaemonError(f"no daemon is running for {home.root}; nothing to reload")
+    before = read_state(home, pid) or {}
+    send_reload(pid)
+    deadline = time.monotonic() + RELOAD_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        state = read_state(home, pid) or {}
+        if state.get("reloaded_at") != before.get("reloaded_at"):
+            print(f"Reloaded {home.config_file} (pid {pid}).")
+            return 0
+        error = state.get("last_error") or ""
+        if state.get("last_error_at") != before.get("last_error_at") and "reload" in error:
+            raise SmartholeError(error)
+        time.sleep(0.05)
+    print(f"Asked the daemon (pid {pid}) to reload; it has not confirmed yet (see its log).")
+    return 0

@@ -1,0 +1,103 @@
+"""What the running daemon says about itself, for ``smarthole status`` in another process.
+
+``.smarthole/daemon.json`` holds the daemon's pid, version, start time, whether it is ready,
+its one-line status, when it last reloaded, and the last error it logged with its time. It is
+rewritten atomically (temp file, fsync, rename) by the main loop when something changed, never
+from inside a logging call. It is only believed while the home's lock is held by the same pid:
+a daemon killed with -9 leaves the file behind, and the lock tells that it is stale.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..formats import Clock, iso
+from ..fsutil import atomic_write
+from ..home import Home
+
+STATE_FILE = "daemon.json"
+
+
+def state_path(home: Home) -> Path:
+    return home.state / STATE_FILE
+
+
+def read_state(home: Home, pid: int | None) -> dict[str, Any] | None:
+    """The state the daemon holding the lock (``pid``) last wrote, or None."""
+    if not pid:
+        return None
+    try:
+        data = json.loads(state_path(home).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("pid") != pid:
+        return None  # left behind by an earlier daemon
+    return data
+
+
+class DaemonState:
+    """The daemon's own record of itself; :meth:`flush` writes it when it changed."""
+
+    def __init__(self, home: Home, clock: Clock) -> None:
+        self.path = state_path(home)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._dirty = True
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": iso(clock()),
+            "ready": False,
+            "status": "starting",
+            "reloaded_at": None,
+            "last_error": None,
+            "last_error_at": None,
+        }
+
+    def update(self, **fields: Any) -> None:
+        with self._lock:
+            for key, value in fields.items():
+                if self.data.get(key) != value:
+                    self.data[key] = value
+                    self._dirty = True
+
+    def error(self, message: str, at: datetime) -> None:
+        self.update(last_error=message, last_error_at=iso(at))
+
+    def flush(self) -> None:
+        """Write the file if anything changed; a failure is retried on the next flush."""
+        with self._lock:
+            if not self._dirty:
+                return
+            data = json.dumps(self.data, indent=1).encode()
+            self._dirty = False
+        try:
+            atomic_write(self.path, data)
+        except OSError:
+            with self._lock:
+                self._dirty = True
+
+
+class ErrorRecorder(logging.Handler):
+    """Keeps the last error the daemon logged, for ``status``; it does no I/O of its own."""
+
+    def __init__(self, state: DaemonState) -> None:
+        super().__init__(level=logging.ERROR)
+        self.state = state
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage().splitlines()[0] if record.getMessage() else ""
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                message = f"{message}: {type(exc).__name__}: {exc}"
+            self.state.error(message, self.state.clock())
+        except Exception:  # a logging handler must never raise into the code that logged
+            self.handleError(record)

@@ -1,0 +1,94 @@
+"""What the daemon does besides running turns: recovery at start and periodic housekeeping.
+
+Recovery makes the store and the folders agree again after whatever stopped the last run.
+Housekeeping expires old questions, ends idle conversations and writes due titles and
+summaries; it runs on its own thread so it never delays claiming or dispatching.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from ..db.pending import PendingQuestions
+from ..db.tasks import Tasks
+from ..formats import Clock
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+
+def recover(runtime: Runtime, clock: Clock) -> None:
+    """Mark interrupted turns, requeue in-progress messages, finish claimed files and replies."""
+    store = runtime.app.store
+    for turn in store.interrupt_running_turns():
+        logger.warning(
+            "turn %d of conversation %s was interrupted; it will resume",
+            turn.number,
+            turn.conversation_id,
+        )
+        conversation = store.conversation(turn.conversation_id)
+        runtime.events.emit(
+            "turn_interrupted",
+            conversation=turn.conversation_id,
+            channel=conversation.channel if conversation else None,
+            turn=turn.number,
+            message_id=turn.message_id,
+            at_start=True,
+        )
+    Tasks(store).interrupt_active()  # each resumes with the human turn that owns it
+    requeued = runtime.ledger.requeue_in_progress()
+    recovered = runtime.inbox.recover()
+    for item in runtime.outbox.undelivered():
+        runtime.outbox.finish(item.id)
+    expired = PendingQuestions(store).expire(
+        clock(), runtime.app.config.conversation.pending_state_timeout_minutes
+    )
+    if requeued or recovered or expired:
+        logger.info(
+            "recovered: %d message(s) requeued, %d claimed file(s), %d expired question(s)",
+            requeued,
+            recovered,
+            len(expired),
+        )
+
+
+def housekeeping(runtime: Runtime, clock: Clock) -> None:
+    """Expire old questions, end idle conversations, write due titles and summaries."""
+    store = runtime.app.store
+    config = runtime.app.config.conversation  # read each pass: a reload applies at once
+    PendingQuestions(store).expire(clock(), config.pending_state_timeout_minutes)
+    idle = timedelta(minutes=config.idle_timeout_minutes)
+    waiting = {q.conversation_id for q in PendingQuestions(store).all()}
+    busy = {e.channel for e in runtime.ledger.by_status("queued", "in_progress", "deferred")}
+    for conversation in store.open_conversations():
+        if conversation.id in waiting or conversation.channel in busy:
+            continue
+        if clock() - conversation.updated_at > idle:
+            runtime.processor.conversations.end(conversation, "idle_timeout")
+    runtime.titler.sweep()
+
+
+def housekeeper(runtime: Runtime, clock: Clock, stop: threading.Event) -> None:
+    """The housekeeping thread's body: a pass every rescan interval until ``stop``."""
+    interval = max(runtime.app.config.inbox.rescan_seconds, 1.0)
+    while not stop.wait(timeout=interval):
+        try:
+            housekeeping(runtime, clock)
+        except Exception:
+            logger.exception("housekeeping failed; trying again in %.0fs", interval)
+
+
+def status_line(running: int, counts: dict[str, int]) -> str:
+    """The service manager's one-line status: "idle" or "2 turns running, 5 queued, ..."."""
+    parts = []
+    if running:
+        parts.append(f"{running} turn{'s' if running != 1 else ''} running")
+    for status in ("queued", "deferred"):
+        if counts.get(status):
+            parts.append(f"{counts[status]} {status}")
+    return ", ".join(parts) or "idle"

@@ -1,0 +1,133 @@
+"""Reloading config.toml: SIGHUP and `smarthole reload`, without dropping in-flight turns."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import threading
+
+import pytest
+
+from smarthole import hookimpl
+from smarthole.app import App
+from smarthole.config import Config, parse_config
+from smarthole.daemon.reload import keep_restart_only
+from smarthole.errors import ConfigError
+from smarthole.home import Home
+from smarthole.testing import hold, text
+from tests.helpers import drop, finals, smarthole, wait_for, write_config
+
+
+def test_restart_only_settings_keep_their_running_value_and_are_named():
+    old = Config()
+    new = parse_config(
+        {
+            "daemon": {"workers": 8, "shutdown_grace_seconds": 3},
+            "agent": {"persona": "You are Beta."},
+            "model": {"name": "claude-other"},
+        }
+    )
+    applied, restart = keep_restart_only(old, new)
+    assert restart == ["[daemon] workers", "[model] name"]
+    assert applied.daemon.workers == 4 and applied.model.name == old.model.name
+    assert applied.daemon.shutdown_grace_seconds == 3  # applies at once
+    assert applied.agent.persona == "You are Beta."
+
+
+def test_an_unchanged_config_needs_no_restart():
+    assert keep_restart_only(Config(), Config()) == (Config(), [])
+
+
+@dataclasses.dataclass(frozen=True)
+class GreeterSettings:
+    greeting: str = "hello"
+
+
+class Greeter:
+    @hookimpl
+    def register_settings(self, register):
+        register("greeter", GreeterSettings)
+
+
+def test_reconfigure_rereads_plugin_settings_and_refuses_bad_ones(tmp_path):
+    home = Home(tmp_path)
+    app = App.load(home, Config(), extra_plugins=[("greeter", Greeter())])
+    try:
+        app.reconfigure(parse_config({"plugins": {"greeter": {"greeting": "hi"}}}))
+        assert app.settings("greeter").greeting == "hi"
+        bad = parse_config({"plugins": {"greeter": {"greeting": 3}}})
+        with pytest.raises(ConfigError, match=r"\[plugins.greeter\] greeting must be a string"):
+            app.reconfigure(bad)
+        assert app.settings("greeter").greeting == "hi"
+        assert app.config.plugin_tables == {"greeter": {"greeting": "hi"}}
+    finally:
+        app.close()
+
+
+# -- the real daemon, as a subprocess ---------------------------------------------------------
+
+
+def test_new_settings_apply_to_turns_started_after_the_reload(home, fake, env, daemons):
+    write_config(home, agent={"persona": "You are Alpha."})
+    release = threading.Event()
+    fake.add(hold(release, text("first")))
+    fake.default = text("second")
+    daemon = daemons(home, env)
+    try:
+        drop(home, "one", "m1")
+        fake.wait_for_requests(1)
+        write_config(home, agent={"persona": "You are Beta."})
+        daemon.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in daemon.output(), 10, "the reload")
+    finally:
+        release.set()
+    wait_for(lambda: len(finals(home)) == 1, 10, "the in-flight turn's reply")
+    assert finals(home)[0].text == "first"
+    drop(home, "two", "m2")
+    wait_for(lambda: len(finals(home)) == 2, 10, "the next reply")
+    first, second = fake.requests
+    assert "You are Alpha." in first.system_text and "Beta" not in first.system_text
+    assert "You are Beta." in second.system_text
+    assert daemon.terminate() == 0
+
+
+def test_an_invalid_config_keeps_the_old_one_and_logs_one_error(home, fake, env, daemons):
+    write_config(home, agent={"persona": "You are Alpha."})
+    fake.default = text("ok")
+    daemon = daemons(home, env)
+    write_config(home, agent={"persona": "You are Gamma."}, daemon={"workers": "many"})
+    result = smarthole("reload", "--home", str(home), env=env)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "smarthole: reload failed; keeping the running configuration: "
+        f"{home / 'config.toml'}: [daemon] workers must be an integer (got 'many')\n"
+    )
+    errors = [line for line in daemon.output().splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "keeping the running configuration" in errors[0]
+    drop(home, "still there?", "m1")
+    wait_for(lambda: finals(home), 10, "a reply with the old config")
+    assert "You are Alpha." in fake.requests[-1].system_text
+    assert "Gamma" not in fake.requests[-1].system_text
+    status = smarthole("status", "--json", "--home", str(home), env=env)
+    report = json.loads(status.stdout)
+    assert "reload failed" in report["last_error"]["message"]
+    assert report["last_error"]["at"]
+    assert daemon.terminate() == 0
+
+
+def test_a_setting_that_needs_a_restart_is_logged_as_such(home, env, daemons):
+    daemon = daemons(home, env)
+    write_config(home, daemon={"workers": 2})
+    result = smarthole("reload", "--home", str(home), env=env)
+    assert result.returncode == 0 and result.stdout.startswith("Reloaded "), result.stderr
+    assert "configuration reloaded" in daemon.output()
+    assert "[daemon] workers changed; it takes effect after a restart" in daemon.output()
+    assert daemon.terminate() == 0
+
+
+def test_reload_without_a_daemon_is_one_line_and_exit_2(home, env):
+    result = smarthole("reload", "--home", str(home), env=env)
+    assert result.returncode == 2
+    assert result.stderr.startswith("smarthole: no daemon is running")
+    assert result.stderr.count("\n") == 1
