@@ -7,9 +7,14 @@ subprocess is started, killed with SIGKILL at a random moment, and restarted, ag
 then a last daemon runs until every message is answered. The fake model answers every message
 with a non-idempotent tool call first, so a tool that ran twice would show in the tool log.
 
+With ``--team-every N``, every Nth message asks the entry agent to hand the work to a team of
+two agents (``start_task``, three agent turns, the first agent calling the same non-idempotent
+tool in each of its turns).
+
 Checks (and prints): every message has exactly one final reply, no claimed file is left, no
-completed tool call ran twice, every stored conversation is valid Messages API history, and
-after every kill the ledger, the turns and the events agree. Exit status 0 when all hold.
+completed tool call ran twice, every stored conversation is valid Messages API history, after
+every kill the ledger, the turns and the events agree, and every team task's stored agent
+turns are exactly 1..N in order, each by the right agent. Exit status 0 when all hold.
 `tests/daemon/test_torture.py` runs a small version of this in the suite.
 """
 
@@ -21,6 +26,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -53,6 +59,8 @@ class Result:
     disagreements: int
     turns_resumed: int
     tools_in_doubt: int
+    team_tasks: int = 0
+    bad_team_tasks: int = 0
 
     @property
     def ok(self) -> bool:
@@ -63,13 +71,37 @@ class Result:
             or self.left_claimed
             or self.invalid_histories
             or self.disagreements
+            or self.bad_team_tasks
         )
 
 
+TEAM = {
+    "alpha": {"description": "Records things", "tools": ["record"]},
+    "beta": {"description": "Checks things"},
+}
+TEAM_TURNS = 3
+
+
 def model(request: RecordedRequest) -> Reply:
-    """Every message: one `record` tool call (not idempotent), then a text reply."""
+    """Every message: one `record` tool call (not idempotent), then a text reply.
+
+    A message asking for a team: a `start_task` call; then each agent turn of alpha records
+    `<message>-<turn>` (so a repeated agent turn would run the tool twice), beta just answers.
+    """
     if not request.tools:
         return text("Title")
+    if request.agent is not None:
+        opening = json.dumps(request.messages[0])
+        message_id = re.search(r"team (t\d+)", opening)
+        turn = re.search(r"This is turn (\d+) of", opening)
+        where = f"{message_id.group(1) if message_id else '?'}-{turn.group(1) if turn else '?'}"
+        if request.agent == "alpha" and not request.tool_results:
+            return tool_use("record", {"value": where})
+        return text(f"{request.agent} did {where}")
+    words = request.last_user_text.split()
+    if words[:2] == ["please", "team"] and not request.tool_results:
+        task = {"task": f"team {words[-1]}", "agents": list(TEAM), "max_turns": TEAM_TURNS}
+        return tool_use("start_task", task)
     if request.tool_results:
         return text(f"done: {request.tool_results[0]['content']}")
     return tool_use("record", {"value": request.last_user_text.split()[-1]})
@@ -83,6 +115,7 @@ def torture(
     root: Path,
     max_gap: float = 0.3,
     quiet: bool = False,
+    team_every: int = 0,
 ) -> Result:
     rng = random.Random(seed)
     home = Home(root / "home")
@@ -95,14 +128,16 @@ def torture(
                 "daemon": {"shutdown_grace_seconds": 1.0},
                 "titles": {"enabled": False},
                 "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+                "agents": TEAM if team_every else {},
             }
         )
     )
     ids = [f"t{n:04d}" for n in range(messages)]
     for n, message_id in enumerate(ids):
+        team = team_every and n % team_every == 0
         drop_message(
             home.inbox,
-            f"please record {message_id}",
+            f"please {'team' if team else 'record'} {message_id}",
             message_id=message_id,
             channel=f"c{n % channels}",
         )
@@ -131,7 +166,32 @@ def torture(
         if final.returncode != 0:
             raise SystemExit(f"the last daemon failed:\n{final.stderr}")
     result = check(home, ids, kills, time.monotonic() - started)
-    return dataclasses.replace(result, disagreements=disagreements + len(disagreement(home)))
+    tasks, bad = team_problems(home)
+    for problem in bad:
+        print(problem, flush=True)
+    return dataclasses.replace(
+        result,
+        disagreements=disagreements + len(disagreement(home)),
+        team_tasks=tasks,
+        bad_team_tasks=len(bad),
+    )
+
+
+def team_problems(home: Home) -> tuple[int, list[str]]:
+    """Tasks whose stored agent turns are not exactly 1..N in order by the right agents, or
+    that did not complete after all N."""
+    with sqlite3.connect(home.database) as db:
+        tasks = db.execute("SELECT id, agents, status, max_turns FROM tasks").fetchall()
+        problems = []
+        for task_id, agents, status, max_turns in tasks:
+            order = json.loads(agents)
+            turns = db.execute(
+                "SELECT idx, agent FROM task_turns WHERE task_id = ? ORDER BY idx", (task_id,)
+            ).fetchall()
+            expected = [(k, order[k % len(order)]) for k in range(max_turns)]
+            if turns != expected or status != "completed":
+                problems.append(f"task {task_id}: {status}, turns {turns}")
+    return len(tasks), problems
 
 
 def disagreement(home: Home) -> list[str]:
@@ -147,7 +207,7 @@ def disagreement(home: Home) -> list[str]:
             "AND e.message_id = i.message_id) "
             "FROM inbox i LEFT JOIN turns t ON t.message_id = i.message_id"
         ).fetchall()
-    problems = []
+    problems = [f"task {t}: agent turns out of order" for t in _gapped_tasks(home)]
     for message_id, ledger, turn, completed_events in rows:
         done, completed = ledger == "done", turn == "completed"
         if done != completed or completed != bool(completed_events):
@@ -156,6 +216,23 @@ def disagreement(home: Home) -> list[str]:
                 f"{completed_events} turn_completed event(s)"
             )
     return problems
+
+
+def _gapped_tasks(home: Home) -> list[str]:
+    """Tasks whose stored agent turns, as a kill left them, are not 0..n-1 by the right agents."""
+    with sqlite3.connect(home.database) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if "tasks" not in tables:
+            return []
+        gapped = []
+        for task_id, agents in db.execute("SELECT id, agents FROM tasks").fetchall():
+            order = json.loads(agents)
+            turns = db.execute(
+                "SELECT idx, agent FROM task_turns WHERE task_id = ? ORDER BY idx", (task_id,)
+            ).fetchall()
+            if turns != [(k, order[k % len(order)]) for k in range(len(turns))]:
+                gapped.append(task_id)
+    return gapped
 
 
 def wait_until_watching(process: subprocess.Popen[bytes], log: Path) -> None:
@@ -238,9 +315,17 @@ def main() -> int:
     parser.add_argument("--channels", type=int, default=5)
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--team-every", type=int, default=0, metavar="N")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="smarthole-torture-") as folder:
-        result = torture(args.messages, args.channels, args.kills, args.seed, Path(folder))
+        result = torture(
+            args.messages,
+            args.channels,
+            args.kills,
+            args.seed,
+            Path(folder),
+            team_every=args.team_every,
+        )
     print(json.dumps(result.__dict__, indent=2))
     print("OK" if result.ok else "FAILED")
     return 0 if result.ok else 1

@@ -39,6 +39,22 @@ def test_random_kills_lose_and_double_nothing(tmp_path):
     )
 
 
+def test_random_kills_during_team_tasks_repeat_and_skip_no_agent_turn(tmp_path):
+    result = torture.torture(
+        messages=8,
+        channels=2,
+        kills=5,
+        seed=5,
+        root=tmp_path,
+        max_gap=0.5,
+        quiet=True,
+        team_every=2,
+    )
+    check(result)
+    assert result.team_tasks == 4
+    assert result.bad_team_tasks == 0, result  # turns 1..N, in order, each by the right agent
+
+
 def test_a_disagreement_between_ledger_turns_and_events_is_reported(home, fake, env):
     fake.default = text("ok")
     drop(home, "hello", "m1")

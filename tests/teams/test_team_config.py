@@ -75,3 +75,24 @@ def test_what_needs_the_plugins_or_the_disk_is_checked_at_start(
     assert main(["run", "--home", str(home), "--once"]) == 2
     err = capsys.readouterr().err
     assert problem in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_reload_reads_the_agents_and_their_instruction_files_again(home):
+    from smarthole.app import App
+    from smarthole.daemon.reload import reload_config
+    from smarthole.home import Home
+
+    (home / "agents").mkdir()
+    (home / "agents" / "r.md").write_text("Version one.")
+    write_config(home, agents={"r": {"description": "d", "instructions_file": "agents/r.md"}})
+    app = App.load(Home(home))
+    try:
+        assert app.team["r"].instructions == "Version one."
+        (home / "agents" / "r.md").write_text("Version two.")
+        assert reload_config(app)
+        assert app.team["r"].instructions == "Version two."
+        (home / "agents" / "r.md").unlink()
+        assert not reload_config(app)  # a missing file: the running team is kept
+        assert app.team["r"].instructions == "Version two."
+    finally:
+        app.close()
