@@ -217,13 +217,20 @@ class Tasks:
             )
         return cursor.rowcount
 
-    def fail_for_message(self, message_id: str, error: str, *, db: sqlite3.Connection) -> None:
+    def fail_for_message(
+        self, message_id: str, error: str, *, db: sqlite3.Connection
+    ) -> list[Task]:
         """The human turn that owns these tasks is dead: so are its unfinished tasks."""
-        db.execute(
-            "UPDATE tasks SET status = 'failed', note = ?, updated_at = ?, finished_at = ? "
-            "WHERE message_id = ? AND status IN ('active', 'interrupted')",
-            (f"failed: {error}", self.store.now(), self.store.now(), message_id),
-        )
+        unfinished = [
+            Task.from_row(row)
+            for row in db.execute(
+                "SELECT * FROM tasks WHERE message_id = ? AND status IN ('active', 'interrupted')",
+                (message_id,),
+            ).fetchall()
+        ]
+        for task in unfinished:
+            self.set_status(task.id, "failed", note=f"failed: {error}", db=db)
+        return unfinished
 
     # -- agent turns ------------------------------------------------------------------------
 

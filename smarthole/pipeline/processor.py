@@ -22,7 +22,6 @@ from ..conversations import Conversations
 from ..db.events import about
 from ..db.pending import PendingQuestion, PendingQuestions
 from ..db.records import Conversation
-from ..db.tasks import Tasks
 from ..errors import (
     InternalError,
     LookupFailed,
@@ -33,6 +32,7 @@ from ..errors import (
 )
 from ..formats import iso
 from ..teams import HumanTurn, TeamRunner
+from ..teams.control import fail_tasks
 from .failures import Failure, backoff_delay, friendly_error
 from .turn import TurnRun
 
@@ -341,7 +341,7 @@ class Processor:
         self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
         with self.store.transaction() as db:
             self.store.update_turn(conversation.id, number, status="failed", error=str(error))
-            Tasks(self.store).fail_for_message(entry.id, str(error), db=db)
+            fail_tasks(self.store, self.events, entry.id, str(error), db=db)
             self.inbox.set_aside(entry, str(error), attempts=attempts)
             self._turn_event(
                 "turn_failed", entry, conversation, number, attempts=attempts, error=str(error)

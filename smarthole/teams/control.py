@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from ..db.events import EventLog
@@ -40,6 +41,26 @@ def abort_task(store: Store, task: Task, *, loop_may_run: bool) -> bool:
             agent_turns=tasks.turn_count(task.id),
         )
     return True
+
+
+def fail_tasks(
+    store: Store, events: EventLog, message_id: str, error: str, *, db: sqlite3.Connection
+) -> None:
+    """A dead human turn fails its unfinished tasks, each with its ``task_finished`` event."""
+    tasks = Tasks(store)
+    for task in tasks.fail_for_message(message_id, error, db=db):
+        conversation = store.conversation(task.conversation_id)
+        events.emit(
+            "task_finished",
+            conversation=task.conversation_id,
+            channel=conversation.channel if conversation else None,
+            turn=task.turn,
+            message_id=task.message_id,
+            db=db,
+            task=task.id,
+            status="failed",
+            agent_turns=tasks.turn_count(task.id),
+        )
 
 
 def describe(task: Task, turns_done: int) -> dict[str, Any]:

@@ -196,3 +196,21 @@ def test_a_bad_team_request_in_an_inbox_file_gets_an_error_reply_and_no_retry(te
     assert not fake.requests
     (entry,) = db(team_home).execute("SELECT status, attempts FROM inbox")
     assert (entry["status"], entry["attempts"]) == ("dead", 1)
+
+
+def test_a_task_whose_human_turn_dies_fails_with_it(home, fake, env):
+    from smarthole.testing import error
+
+    write_config(home, agents=TEAM, retry={"max_attempts": 1})
+    fake.add(start_task(max_turns=4), entry_agent=True)
+    fake.add(text("r1"), agent="researcher")
+    fake.add(error(400, "invalid_request_error", "bad request"), agent="critic")
+    drop(home, "go", "m1")
+    run_once(home, env)
+    (reply,) = finals(home)
+    assert reply["kind"] == "error"
+    (task,) = db(home).execute("SELECT id, status, note FROM tasks")
+    assert task["status"] == "failed" and task["note"].startswith("failed: ")
+    (event,) = db(home).execute("SELECT * FROM events WHERE type = 'task_finished'")
+    assert json.loads(event["data"]) == {"task": task["id"], "status": "failed", "agent_turns": 1}
+    assert event["channel"] == "default"
