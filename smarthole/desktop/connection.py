@@ -221,14 +221,18 @@ class Bridge:
             self.identity.name,
             client_id,
         )
-        await self._status("connected", last_error=None, client_id=client_id)
-        await asyncio.to_thread(
-            self.emit,
-            "bridge_connected",
-            url=self.identity.url,
-            name=self.identity.name,
-            client_id=client_id,
-        )
+        await asyncio.to_thread(self._record_connected, client_id)
+
+    def _record_connected(self, client_id: str | None) -> None:
+        """The state and its event in one commit: whoever sees one sees the other."""
+        with self.records.store.transaction():
+            self.records.set_status("connected", last_error=None, client_id=client_id)
+            self.emit(
+                "bridge_connected",
+                url=self.identity.url,
+                name=self.identity.name,
+                client_id=client_id,
+            )
 
     async def _serve(self, ws: Any) -> str:
         """Read frames and send notifications until the connection ends or the bridge stops."""
