@@ -23,23 +23,12 @@ def abort_task(store: Store, task: Task, *, loop_may_run: bool) -> bool:
     tasks.request_abort(task.id)
     if loop_may_run and task.status == "active":
         return False
-    conversation = store.conversation(task.conversation_id)
     with store.transaction() as db:
         current = tasks.get(task.id)
         if current is None or current.finished:
             return True
         tasks.set_status(task.id, "aborted", note=ABORTED_NOTE, db=db)
-        EventLog(store).emit(
-            "task_finished",
-            conversation=task.conversation_id,
-            channel=conversation.channel if conversation else None,
-            turn=task.turn,
-            message_id=task.message_id,
-            db=db,
-            task=task.id,
-            status="aborted",
-            agent_turns=tasks.turn_count(task.id),
-        )
+        _finished(store, EventLog(store), task, "aborted", db=db)
     return True
 
 
@@ -47,20 +36,26 @@ def fail_tasks(
     store: Store, events: EventLog, message_id: str, error: str, *, db: sqlite3.Connection
 ) -> None:
     """A dead human turn fails its unfinished tasks, each with its ``task_finished`` event."""
-    tasks = Tasks(store)
-    for task in tasks.fail_for_message(message_id, error, db=db):
-        conversation = store.conversation(task.conversation_id)
-        events.emit(
-            "task_finished",
-            conversation=task.conversation_id,
-            channel=conversation.channel if conversation else None,
-            turn=task.turn,
-            message_id=task.message_id,
-            db=db,
-            task=task.id,
-            status="failed",
-            agent_turns=tasks.turn_count(task.id),
-        )
+    for task in Tasks(store).fail_for_message(message_id, error, db=db):
+        _finished(store, events, task, "failed", db=db)
+
+
+def _finished(
+    store: Store, events: EventLog, task: Task, status: str, *, db: sqlite3.Connection
+) -> None:
+    """``task_finished`` for a task ended outside its loop, in the caller's transaction."""
+    conversation = store.conversation(task.conversation_id)
+    events.emit(
+        "task_finished",
+        conversation=task.conversation_id,
+        channel=conversation.channel if conversation else None,
+        turn=task.turn,
+        message_id=task.message_id,
+        db=db,
+        task=task.id,
+        status=status,
+        agent_turns=Tasks(store).turn_count(task.id),
+    )
 
 
 def describe(task: Task, turns_done: int) -> dict[str, Any]:
