@@ -12,6 +12,7 @@ import threading
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ..db.events import about_turn
 from ..db.pending import PendingQuestions
 from ..db.tasks import Tasks
 from ..formats import Clock
@@ -31,13 +32,9 @@ def recover(runtime: Runtime, clock: Clock) -> None:
             turn.number,
             turn.conversation_id,
         )
-        conversation = store.conversation(turn.conversation_id)
         runtime.events.emit(
             "turn_interrupted",
-            conversation=turn.conversation_id,
-            channel=conversation.channel if conversation else None,
-            turn=turn.number,
-            message_id=turn.message_id,
+            **about_turn(store, turn.conversation_id, turn.number, turn.message_id),
             at_start=True,
         )
     Tasks(store).interrupt_active()  # each resumes with the human turn that owns it

@@ -104,6 +104,11 @@ class Database:
                 return
         callback()
 
+    def write(self, sql: str, params: Any = ()) -> int:
+        """One statement as its own transaction (or in the caller's); the rows it changed."""
+        with self.transaction() as db:
+            return db.execute(sql, params).rowcount
+
     def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:

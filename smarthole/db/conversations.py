@@ -18,12 +18,10 @@ class ConversationTables(Database):
     def create_conversation(self, channel: str) -> Conversation:
         now = self.now()
         conversation_id = new_id()
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO conversations (id, channel, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?)",
-                (conversation_id, channel, now, now),
-            )
+        self.write(
+            "INSERT INTO conversations (id, channel, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            (conversation_id, channel, now, now),
+        )
         conversation = self.conversation(conversation_id)
         assert conversation is not None
         return conversation
@@ -72,59 +70,57 @@ class ConversationTables(Database):
     def end_conversation(self, conversation_id: str, reason: str) -> bool:
         """Mark a conversation ended (its summary becomes due). False if it already was."""
         now = self.now()
-        with self.transaction() as db:
-            cursor = db.execute(
+        return (
+            self.write(
                 "UPDATE conversations SET ended_at = ?, end_reason = ?, summary_state = "
                 "CASE WHEN turns > 0 THEN 'pending' ELSE 'none' END "
                 "WHERE id = ? AND ended_at IS NULL",
                 (now, reason, conversation_id),
             )
-        return cursor.rowcount > 0
+            > 0
+        )
 
     def reopen_conversation(self, conversation_id: str) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET ended_at = NULL, end_reason = NULL, "
-                "updated_at = ? WHERE id = ?",
-                (self.now(), conversation_id),
-            )
+        self.write(
+            "UPDATE conversations SET ended_at = NULL, end_reason = NULL, "
+            "updated_at = ? WHERE id = ?",
+            (self.now(), conversation_id),
+        )
 
     def set_title(
         self, conversation_id: str, title: str | None, *, pinned: bool = False, state: str = "done"
     ) -> bool:
         """Set the title; a pinned (user-set) title is only replaced by another pinned one."""
-        with self.transaction() as db:
-            cursor = db.execute(
+        return (
+            self.write(
                 "UPDATE conversations SET title = ?, title_state = ?, "
                 "title_pinned = MAX(title_pinned, ?) WHERE id = ? AND (title_pinned = 0 OR ?)",
                 (title, state, int(pinned), conversation_id, int(pinned)),
             )
-        return cursor.rowcount > 0
+            > 0
+        )
 
     def mark_title_due(self, conversation_id: str) -> None:
         """A conversation needs a title, unless it has one or the user chose one."""
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
-                "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
-                (conversation_id,),
-            )
+        self.write(
+            "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
+            "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
+            (conversation_id,),
+        )
 
     def set_title_if_untitled(self, conversation_id: str, title: str) -> None:
         """Give a title to a conversation that has none and is not getting one."""
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET title = ?, title_state = 'done' WHERE id = ? "
-                "AND title IS NULL AND title_state IN ('none', 'failed')",
-                (title, conversation_id),
-            )
+        self.write(
+            "UPDATE conversations SET title = ?, title_state = 'done' WHERE id = ? "
+            "AND title IS NULL AND title_state IN ('none', 'failed')",
+            (title, conversation_id),
+        )
 
     def set_summary(self, conversation_id: str, summary: str | None, *, state: str) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE conversations SET summary = ?, summary_state = ? WHERE id = ?",
-                (summary, state, conversation_id),
-            )
+        self.write(
+            "UPDATE conversations SET summary = ?, summary_state = ? WHERE id = ?",
+            (summary, state, conversation_id),
+        )
 
     def conversations_needing(self, what: str, limit: int = 20) -> list[Conversation]:
         """Conversations whose ``title`` or ``summary`` is due (state ``pending``)."""
@@ -189,11 +185,10 @@ class ConversationTables(Database):
         allowed = {"status", "finished_at", "error", "note", "end_requested"}
         assert set(values) <= allowed, values
         assignments = ", ".join(f"{key} = ?" for key in values)
-        with self.transaction() as db:
-            db.execute(
-                f"UPDATE turns SET {assignments} WHERE conversation_id = ? AND number = ?",
-                (*values.values(), conversation_id, number),
-            )
+        self.write(
+            f"UPDATE turns SET {assignments} WHERE conversation_id = ? AND number = ?",
+            (*values.values(), conversation_id, number),
+        )
 
     def complete_turn(
         self, db: sqlite3.Connection, conversation_id: str, number: int, *, note: str | None

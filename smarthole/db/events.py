@@ -90,6 +90,19 @@ def about(conversation: Conversation) -> dict[str, Any]:
     return {"conversation": conversation.id, "channel": conversation.channel}
 
 
+def about_turn(
+    store: Store, conversation_id: str, turn: int, message_id: str | None
+) -> dict[str, Any]:
+    """The fields of an event about one turn of a stored conversation (with its channel)."""
+    conversation = store.conversation(conversation_id)
+    return {
+        "conversation": conversation_id,
+        "channel": conversation.channel if conversation else None,
+        "turn": turn,
+        "message_id": message_id,
+    }
+
+
 class EventLog:
     """Appends events to the store, and tells ``on_event`` (the plugins) once committed."""
 

@@ -200,12 +200,10 @@ class Ledger:
 
     def requeue_in_progress(self) -> int:
         """After a stop, messages that were being processed are queued again."""
-        with self.store.transaction() as db:
-            cursor = db.execute(
-                "UPDATE inbox SET status = 'queued', updated_at = ? WHERE status = 'in_progress'",
-                (self.store.now(),),
-            )
-        return cursor.rowcount
+        return self.store.write(
+            "UPDATE inbox SET status = 'queued', updated_at = ? WHERE status = 'in_progress'",
+            (self.store.now(),),
+        )
 
     def make_due(self, message_ids: Iterable[str] | None) -> int:
         """Deferred messages become due now, with their attempts reset."""

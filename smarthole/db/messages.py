@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import sqlite3
@@ -31,8 +30,8 @@ class MessageTables(Database):
     ) -> StoredMessage:
         """Append one message row and commit (or join the caller's transaction)."""
         now = self.now()
-        with contextlib.ExitStack() as stack:
-            connection = db or stack.enter_context(self.transaction())
+        with self.transaction() as connection:  # joins the caller's, if any
+            assert db in (None, connection)
             cursor = connection.execute(
                 "INSERT INTO messages (conversation_id, turn, role, kind, content, tool_use_id, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -101,12 +100,11 @@ class MessageTables(Database):
         self, tool_use_id: str, conversation_id: str, turn: int, name: str
     ) -> None:
         """The intent row: written before a tool runs, so a crash leaves it 'in doubt'."""
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO tool_calls (tool_use_id, conversation_id, turn, name, started_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
-                (tool_use_id, conversation_id, turn, name, self.now()),
-            )
+        self.write(
+            "INSERT INTO tool_calls (tool_use_id, conversation_id, turn, name, started_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
+            (tool_use_id, conversation_id, turn, name, self.now()),
+        )
 
     def started_tool_calls(self, conversation_id: str, turn: int) -> dict[str, int]:
         """Tool calls of a turn that were started, with how many times each was run."""

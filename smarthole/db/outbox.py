@@ -111,10 +111,18 @@ class OutboxRecord:
 
     def items_for(self, in_reply_to: str) -> list[OutboxItem]:
         """Every written item replying to one inbox message, oldest first."""
+        return self._written("in_reply_to", in_reply_to)
+
+    def items_for_conversation(self, conversation_id: str) -> list[OutboxItem]:
+        """Every written item of one conversation, oldest first."""
+        return self._written("conversation_id", conversation_id)
+
+    def _written(self, column: str, value: str) -> list[OutboxItem]:
+        assert column in ("in_reply_to", "conversation_id"), column
         rows = self.store.query(
-            "SELECT * FROM outbox WHERE in_reply_to = ? AND state != "
-            "'planned' ORDER BY created_at, rowid",
-            (in_reply_to,),
+            f"SELECT * FROM outbox WHERE {column} = ? AND state != 'planned' "
+            "ORDER BY created_at, rowid",
+            (value,),
         )
         return [self._item(row) for row in rows]
 
@@ -156,13 +164,5 @@ class OutboxRecord:
         """Items a crash left planned or written but not delivered."""
         rows = self.store.query(
             "SELECT * FROM outbox WHERE state != 'delivered' ORDER BY created_at, rowid"
-        )
-        return [self._item(row) for row in rows]
-
-    def items_for_conversation(self, conversation_id: str) -> list[OutboxItem]:
-        rows = self.store.query(
-            "SELECT * FROM outbox WHERE conversation_id = ? AND state != "
-            "'planned' ORDER BY created_at, rowid",
-            (conversation_id,),
         )
         return [self._item(row) for row in rows]

@@ -31,13 +31,12 @@ class PluginData:
 
     def set(self, key: str, value: Any) -> None:
         encoded = json.dumps(value, ensure_ascii=False)  # raises TypeError if not JSON-able
-        with self.store.transaction() as db:
-            db.execute(
-                "INSERT INTO plugin_data (plugin, key, value, updated_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (plugin, key) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at",
-                (self.plugin, key, encoded, self.store.now()),
-            )
+        self.store.write(
+            "INSERT INTO plugin_data (plugin, key, value, updated_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (plugin, key) DO UPDATE SET "
+            "value = excluded.value, updated_at = excluded.updated_at",
+            (self.plugin, key, encoded, self.store.now()),
+        )
 
     def delete(self, key: str) -> None:
         with self.store.transaction() as db:

@@ -9,7 +9,6 @@ a finished tool again. Nothing here is ever a message of the human conversation.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -112,8 +111,8 @@ class Tasks:
         inbox message id) makes starting idempotent: a resumed turn finds its task again.
         """
         now = self.store.now()
-        with contextlib.ExitStack() as stack:
-            connection = db or stack.enter_context(self.store.transaction())
+        with self.store.transaction() as connection:  # joins the caller's, if any
+            assert db in (None, connection)
             cursor = connection.execute(
                 "INSERT INTO tasks (id, conversation_id, turn, message_id, started_by, task, "
                 "agents, max_turns, status, created_at, updated_at) "
@@ -192,8 +191,8 @@ class Tasks:
         assert status in STATUSES, status
         now = self.store.now()
         finished_at = now if status in FINISHED else None
-        with contextlib.ExitStack() as stack:
-            connection = db or stack.enter_context(self.store.transaction())
+        with self.store.transaction() as connection:  # joins the caller's, if any
+            assert db in (None, connection)
             connection.execute(
                 "UPDATE tasks SET status = ?, note = COALESCE(?, note), "
                 "result = COALESCE(?, result), updated_at = ?, finished_at = ? WHERE id = ?",
@@ -202,20 +201,17 @@ class Tasks:
 
     def request_abort(self, task_id: str) -> None:
         """Ask the task's loop to stop after the model call in flight."""
-        with self.store.transaction() as db:
-            db.execute(
-                "UPDATE tasks SET abort_requested = 1, updated_at = ? WHERE id = ?",
-                (self.store.now(), task_id),
-            )
+        self.store.write(
+            "UPDATE tasks SET abort_requested = 1, updated_at = ? WHERE id = ?",
+            (self.store.now(), task_id),
+        )
 
     def interrupt_active(self) -> int:
         """At start: a task still ``active`` lost its loop in a crash. Returns how many."""
-        with self.store.transaction() as db:
-            cursor = db.execute(
-                "UPDATE tasks SET status = 'interrupted', updated_at = ? WHERE status = 'active'",
-                (self.store.now(),),
-            )
-        return cursor.rowcount
+        return self.store.write(
+            "UPDATE tasks SET status = 'interrupted', updated_at = ? WHERE status = 'active'",
+            (self.store.now(),),
+        )
 
     def fail_for_message(
         self, message_id: str, error: str, *, db: sqlite3.Connection
@@ -283,8 +279,8 @@ class Tasks:
         tool_use_id: str | None = None,
         db: sqlite3.Connection | None = None,
     ) -> None:
-        with contextlib.ExitStack() as stack:
-            connection = db or stack.enter_context(self.store.transaction())
+        with self.store.transaction() as connection:  # joins the caller's, if any
+            assert db in (None, connection)
             connection.execute(
                 "INSERT INTO task_messages (task_id, agent_turn, role, kind, content, "
                 "tool_use_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -301,12 +297,11 @@ class Tasks:
 
     def record_tool_start(self, tool_use_id: str, task_id: str, agent_turn: int, name: str) -> None:
         """The intent row: written before a tool runs, so a crash leaves it 'in doubt'."""
-        with self.store.transaction() as db:
-            db.execute(
-                "INSERT INTO task_tool_calls (tool_use_id, task_id, agent_turn, name, started_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
-                (tool_use_id, task_id, agent_turn, name, self.store.now()),
-            )
+        self.store.write(
+            "INSERT INTO task_tool_calls (tool_use_id, task_id, agent_turn, name, started_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
+            (tool_use_id, task_id, agent_turn, name, self.store.now()),
+        )
 
     def started_tool_calls(self, task_id: str, agent_turn: int) -> dict[str, int]:
         rows = self.store.query(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..db.events import EventLog
+from ..db.events import EventLog, about_turn
 from ..db.store import Store
 from ..db.tasks import Task, Tasks
 from ..formats import iso
@@ -44,13 +44,9 @@ def _finished(
     store: Store, events: EventLog, task: Task, status: str, *, db: sqlite3.Connection
 ) -> None:
     """``task_finished`` for a task ended outside its loop, in the caller's transaction."""
-    conversation = store.conversation(task.conversation_id)
     events.emit(
         "task_finished",
-        conversation=task.conversation_id,
-        channel=conversation.channel if conversation else None,
-        turn=task.turn,
-        message_id=task.message_id,
+        **about_turn(store, task.conversation_id, task.turn, task.message_id),
         db=db,
         task=task.id,
         status=status,
