@@ -38,6 +38,7 @@ _SERVER_KEYS: dict[str, tuple[type, str]] = {
     "tools": (list, "a list of strings"),
     "idempotent": (list, "a list of strings"),
     "timeout_seconds": (float, "a number"),
+    "start_timeout_seconds": (float, "a number"),
 }
 _STDIO_ONLY = ("args", "env", "cwd")
 _HTTP_ONLY = ("headers",)
@@ -77,6 +78,7 @@ class McpServerSettings:
     tools: list[str] | None = None
     idempotent: list[str] = field(default_factory=list)
     timeout_seconds: float | None = None
+    start_timeout_seconds: float | None = None
 
     @property
     def transport(self) -> str:
@@ -129,9 +131,14 @@ class McpSettings:
     servers: dict[str, McpServerSettings] = field(default_factory=dict)
 
     def call_timeout(self, server: McpServerSettings) -> float:
-        return (
-            server.timeout_seconds if server.timeout_seconds is not None else self.timeout_seconds
-        )
+        return _own_or(server.timeout_seconds, self.timeout_seconds)
+
+    def start_timeout(self, server: McpServerSettings) -> float:
+        return _own_or(server.start_timeout_seconds, self.start_timeout_seconds)
+
+
+def _own_or(own: float | None, default: float) -> float:
+    return own if own is not None else default
 
 
 def parse_mcp(table: dict[str, Any], errors: list[str]) -> McpSettings:
@@ -189,10 +196,10 @@ def _parse_server(name: str, table: Any, errors: list[str]) -> McpServerSettings
                     errors.append(f"{where} {key}: ${{{variable}}} is not a variable name")
     if len(errors) > before:
         return None
-    timeout = table.get("timeout_seconds")
-    return McpServerSettings(
-        name=name, **{**table, "timeout_seconds": float(timeout) if timeout else None}
-    )
+    timeouts = {
+        k: float(table[k]) for k in ("timeout_seconds", "start_timeout_seconds") if k in table
+    }
+    return McpServerSettings(name=name, **{**table, **timeouts})
 
 
 def _problem(key: str, value: Any) -> str | None:

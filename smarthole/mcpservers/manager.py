@@ -64,7 +64,7 @@ class McpServers:
                 resolved,
                 registry=registry,
                 call_timeout=settings.call_timeout(server),
-                start_timeout=settings.start_timeout_seconds,
+                start_timeout=settings.start_timeout(server),
                 stderr_path=home.state / "mcp" / f"{name}.stderr.log",
                 clock=clock,
                 on_change=self._save,

@@ -11,10 +11,9 @@ def test_mcp_list_starts_the_servers_without_a_daemon(home, env, stdio):
     write_config(
         home,
         mcp={
-            "start_timeout_seconds": 1,
             "servers": {
                 "files": stdio("good"),
-                "never": stdio("never"),
+                "never": stdio("never", start_timeout_seconds=1),
                 "off": stdio("good", enabled=False),
             },
         },
@@ -68,8 +67,7 @@ def test_status_shows_each_server(home, env, daemons, stdio):
     write_config(
         home,
         mcp={
-            "start_timeout_seconds": 1,
-            "servers": {"files": stdio("good"), "never": stdio("never")},
+            "servers": {"files": stdio("good"), "never": stdio("never", start_timeout_seconds=1)},
         },
     )
     daemon = daemons(home, env)

@@ -21,7 +21,11 @@ def test_a_stdio_and_an_http_server():
                 "timeout_seconds": 30,
                 "servers": {
                     "files": {"command": "npx", "args": ["-y", "x"], "tools": ["read"]},
-                    "tracker": {"url": "http://127.0.0.1:1/mcp", "timeout_seconds": 5},
+                    "tracker": {
+                        "url": "http://127.0.0.1:1/mcp",
+                        "timeout_seconds": 5,
+                        "start_timeout_seconds": 2,
+                    },
                 },
             }
         }
@@ -31,6 +35,7 @@ def test_a_stdio_and_an_http_server():
     assert (tracker.transport, config.mcp.call_timeout(tracker)) == ("http", 5.0)
     assert config.mcp.call_timeout(files) == 30.0
     assert config.mcp.start_timeout_seconds == 20.0
+    assert (config.mcp.start_timeout(files), config.mcp.start_timeout(tracker)) == (20.0, 2.0)
     assert files.allows("read") and not files.allows("write")
 
 
@@ -54,6 +59,10 @@ def test_no_mcp_table_means_no_servers():
         (servers(a={"command": "x", "headers": {}}), "[mcp.servers.a] headers does not apply"),
         (servers(a={"url": "http://h/", "cwd": "w"}), "[mcp.servers.a] cwd does not apply"),
         (servers(a={"command": "x", "timeout_seconds": 0}), "timeout_seconds must be a number"),
+        (
+            servers(a={"command": "x", "start_timeout_seconds": "1"}),
+            "[mcp.servers.a] start_timeout_seconds must be a number above 0",
+        ),
         (servers(a={"command": "x", "enabled": "yes"}), "enabled must be true or false"),
         (servers(a={"command": "x", "env": {"A": "${1X}"}}), "env: ${1X} is not a variable"),
         ({"mcp": {"timeout": 3}}, "[mcp] unknown key 'timeout'"),

@@ -100,8 +100,7 @@ def test_a_server_that_never_starts_leaves_the_others_working(home, fake, env, s
     write_config(
         home,
         mcp={
-            "start_timeout_seconds": 1,
-            "servers": {"never": stdio("never"), "files": stdio("good")},
+            "servers": {"never": stdio("never", start_timeout_seconds=1), "files": stdio("good")},
         },
     )
     fake.add(text("Hello."))
