@@ -21,6 +21,16 @@ HOME_ENV = "SMARTHOLE_HOME"
 DEFAULT_HOME = Path("~/SmartHole")
 
 
+class _Under:
+    """A path inside the home, read like an attribute: ``home.inbox`` is ``root/inbox``."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, home: Home, owner: type[Home] | None = None) -> Path:
+        return home.root.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class Home:
     """The folder that holds one agent, and the paths inside it."""
@@ -33,45 +43,16 @@ class Home:
         chosen = arg or os.environ.get(HOME_ENV) or DEFAULT_HOME
         return cls(Path(chosen).expanduser().absolute())
 
-    @property
-    def config_file(self) -> Path:
-        return self.root / "config.toml"
-
-    @property
-    def inbox(self) -> Path:
-        return self.root / "inbox"
-
-    @property
-    def outbox(self) -> Path:
-        return self.root / "outbox"
-
-    @property
-    def failed(self) -> Path:
-        return self.root / "failed"
-
-    @property
-    def workspace(self) -> Path:
-        return self.root / "workspace"
-
-    @property
-    def state(self) -> Path:
-        return self.root / ".smarthole"
-
-    @property
-    def database(self) -> Path:
-        return self.state / "smarthole.db"
-
-    @property
-    def claimed(self) -> Path:
-        return self.state / "claimed"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.state / "daemon.lock"
-
-    @property
-    def stranded_file(self) -> Path:
-        return self.state / "stranded.json"
+    config_file = _Under("config.toml")
+    inbox = _Under("inbox")
+    outbox = _Under("outbox")
+    failed = _Under("failed")
+    workspace = _Under("workspace")
+    state = _Under(".smarthole")
+    database = _Under(".smarthole", "smarthole.db")
+    claimed = _Under(".smarthole", "claimed")
+    lock_file = _Under(".smarthole", "daemon.lock")
+    stranded_file = _Under(".smarthole", "stranded.json")
 
     def folders(self) -> list[Path]:
         return [self.inbox, self.outbox, self.failed, self.workspace, self.state, self.claimed]

@@ -7,7 +7,7 @@ from the last stored step and never runs a finished tool again.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelError
@@ -50,19 +50,14 @@ class TurnOutcome:
     note: str | None = None
 
 
+@dataclass(eq=False)
 class Agent:
     """Runs turns: model call, tools, model call... until a reply without tool calls."""
 
-    def __init__(
-        self,
-        client: ModelClient,
-        tools: ToolSet,
-        *,
-        max_tool_iterations: int,
-    ) -> None:
-        self.client = client
-        self.tools = tools
-        self.max_tool_iterations = max_tool_iterations
+    client: ModelClient
+    tools: ToolSet
+    _: KW_ONLY
+    max_tool_iterations: int
 
     def run(
         self, session: TurnSession, *, tools: ToolSet | None = None, model: str | None = None

@@ -52,12 +52,12 @@ class Runtime:
             max_tool_iterations=app.config.conversation.max_tool_iterations,
         )
         processor = Processor(
-            app=app,
-            agent=agent,
-            ledger=ledger,
-            outbox=outbox,
-            events=events,
-            inbox=inbox,
+            app,
+            agent,
+            ledger,
+            outbox,
+            events,
+            inbox,
             teams=TeamRunner(app, agent, events, stop=stop),
             titler=titler,
             stop=stop,

@@ -95,9 +95,17 @@ def about_turn(
 ) -> dict[str, Any]:
     """The fields of an event about one turn of a stored conversation (with its channel)."""
     conversation = store.conversation(conversation_id)
+    channel = conversation.channel if conversation else None
+    return place(conversation_id, channel, turn, message_id)
+
+
+def place(
+    conversation: str | None, channel: str | None, turn: int | None, message_id: str | None
+) -> dict[str, Any]:
+    """The four fields that say where an event happened, as ``emit`` takes them."""
     return {
-        "conversation": conversation_id,
-        "channel": conversation.channel if conversation else None,
+        "conversation": conversation,
+        "channel": channel,
         "turn": turn,
         "message_id": message_id,
     }

@@ -15,7 +15,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DesktopError
@@ -56,29 +56,22 @@ class RegistrationRefused(DesktopError):
     """The desktop answered the registration with ``success: false``."""
 
 
+@dataclass(eq=False)
 class Bridge:
     """Keeps one home connected to the desktop until :meth:`stop`."""
 
-    def __init__(
-        self,
-        identity: Identity,
-        intake: Intake,
-        records: BridgeRecords,
-        *,
-        title_for: Callable[[str | None], str],
-        emit: Callable[..., None],
-    ) -> None:
-        self.identity = identity
-        self.intake = intake
-        self.records = records
-        self.title_for = title_for
-        self.emit = emit
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._started = threading.Event()
-        self._stopping: asyncio.Event | None = None
-        self._wake: asyncio.Event | None = None
-        self._serving = False
+    identity: Identity
+    intake: Intake
+    records: BridgeRecords
+    _: KW_ONLY
+    title_for: Callable[[str | None], str]
+    emit: Callable[..., None]
+    _thread: threading.Thread | None = field(default=None, init=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
+    _started: threading.Event = field(default_factory=threading.Event, init=False)
+    _stopping: asyncio.Event | None = field(default=None, init=False)
+    _wake: asyncio.Event | None = field(default=None, init=False)
+    _serving: bool = field(default=False, init=False)
 
     # -- from other threads -----------------------------------------------------------------
 

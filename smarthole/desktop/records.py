@@ -12,6 +12,7 @@ Each write is one SQLite transaction; the daemon's threads and the CLI share the
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -119,13 +120,9 @@ class BridgeRecords:
 
 
 def _notification_fields(notification: Notification) -> dict[str, Any]:
-    return {
-        "desktop_id": notification.desktop_id,
-        "kind": notification.kind,
-        "text": notification.text,
-        "conversation": notification.conversation,
-        "created_at": notification.created_at,
-    }
+    fields = dataclasses.asdict(notification)
+    del fields["outbox_id"]  # the record's key names it
+    return fields
 
 
 def _notification(outbox_id: str, value: dict[str, Any]) -> Notification:

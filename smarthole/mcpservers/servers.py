@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,34 +53,32 @@ class ServerView:
         return dict(self.__dict__)
 
 
+@dataclass(eq=False)
 class Server:
     """One server: supervised on the event loop, called from worker threads."""
 
-    def __init__(
-        self,
-        settings: McpServerSettings,
-        resolved: ResolvedServer | None,
-        *,
-        registry: ToolRegistry,
-        call_timeout: float,
-        start_timeout: float,
-        stderr_path: Path,
-        clock: Callable[[], datetime],
-        on_change: Callable[[], None],
-    ) -> None:
-        self.settings = settings
-        self.resolved = resolved
-        self.registry = registry
-        self.call_timeout = call_timeout
-        self.start_timeout = start_timeout
-        self.stderr_path = stderr_path
-        self.clock = clock
-        self.on_change = on_change
-        self.view = ServerView(settings.name, settings.transport, settings.describe())
-        self.connection: Connection | None = None
-        self.settled = asyncio.Event()  # the first start ended, in success or failure
-        self._logged_failure = False
-        if resolved is None:
+    settings: McpServerSettings
+    resolved: ResolvedServer | None
+    _: KW_ONLY
+    registry: ToolRegistry
+    call_timeout: float
+    start_timeout: float
+    stderr_path: Path
+    clock: Callable[[], datetime]
+    on_change: Callable[[], None]
+    view: ServerView = field(init=False)
+    connection: Connection | None = field(default=None, init=False)
+    # the first start ended, in success or failure
+    settled: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _logged_failure: bool = field(default=False, init=False)
+    # set by the owner: runs a coroutine on the event loop
+    _submit: Callable[[Any], Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.view = ServerView(
+            self.settings.name, self.settings.transport, self.settings.describe()
+        )
+        if self.resolved is None:
             self.view.state = "disabled"
 
     @property
@@ -277,8 +275,6 @@ class Server:
             return ToolResult(
                 f"Error: calling {tool} on server {name} failed: {self._describe(exc)}", True
             )
-
-    _submit: Callable[[Any], Any]  # set by the owner: runs a coroutine on the event loop
 
     def _describe(self, exc: BaseException) -> str:
         text = str(exc) or type(exc).__name__

@@ -16,7 +16,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,26 +93,22 @@ class Claim:
     reason: str | None = None
 
 
+@dataclass(eq=False)
 class Inbox:
     """Claims inbox files into the ledger, and releases or sets them aside when done."""
 
-    def __init__(
-        self,
-        home: Home,
-        settings: InboxSettings,
-        store: Store,
-        ledger: Ledger,
-        events: EventLog,
-        plugins: Plugins,
-    ) -> None:
-        self.home = home
-        self.settings = settings
-        self.store = store
-        self.ledger = ledger
-        self.events = events
-        self.plugins = plugins
-        self.folder = InboxFolder(home.inbox, settings)
-        self.stranded = StrandedClaims(home.stranded_file)
+    home: Home
+    settings: InboxSettings
+    store: Store
+    ledger: Ledger
+    events: EventLog
+    plugins: Plugins
+    folder: InboxFolder = field(init=False)
+    stranded: StrandedClaims = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.folder = InboxFolder(self.home.inbox, self.settings)
+        self.stranded = StrandedClaims(self.home.stranded_file)
 
     # -- looking -----------------------------------------------------------------------------
 

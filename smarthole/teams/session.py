@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent.history import to_api_messages
+from ..db.events import place
 from ..errors import ToolError, TurnInterrupted
 from ..tools import ToolContext
 from .prompts import NO_HUMAN
@@ -46,12 +47,7 @@ class HumanTurn:
 
     @property
     def where(self) -> dict[str, Any]:
-        return {
-            "conversation": self.conversation_id,
-            "channel": self.channel,
-            "turn": self.turn,
-            "message_id": self.message_id,
-        }
+        return place(self.conversation_id, self.channel, self.turn, self.message_id)
 
 
 class NoHumanControl:
