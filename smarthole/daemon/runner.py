@@ -216,6 +216,7 @@ class Daemon:
     def _loop(self, runtime: Runtime) -> None:
         rescan = runtime.app.config.inbox.rescan_seconds
         next_scan = 0.0
+        backlog = False  # files wait to be claimed: claim the next batch without waiting
         while not self.stop_event.is_set():
             woken = self.wake_event.is_set()
             self.wake_event.clear()
@@ -227,8 +228,8 @@ class Daemon:
                     self._reload_now(runtime)
                 if now >= self._next_status:
                     self._report_status(runtime)
-                if woken or now >= next_scan:
-                    runtime.inbox.claim_all()
+                if woken or backlog or now >= next_scan:
+                    backlog = runtime.inbox.claim_batch()
                     next_scan = now + rescan
                 due = self._dispatch(runtime)
             except Exception:  # the loop must outlive any one bad moment; the scan retries
@@ -237,6 +238,8 @@ class Daemon:
                 pause = min(rescan, self.notifier.interval or rescan)  # a failing loop still pets
                 logger.exception("the main loop failed; trying again in %.1fs", pause)
                 self.stop_event.wait(pause)
+                continue
+            if backlog:
                 continue
             if self.once and self._finished(runtime):
                 housekeeping(runtime, self.clock)

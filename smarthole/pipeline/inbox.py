@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,7 +38,7 @@ from ..fsutil import (
 )
 from .message import DEFAULT_CHANNEL, parse_message, render_message_file
 from .stranded import StrandedClaims
-from .watch import InboxFolder, Watcher, is_candidate
+from .watch import InboxEntry, InboxFolder, Watcher, is_candidate
 
 if TYPE_CHECKING:
     from ..config import InboxSettings
@@ -54,6 +55,9 @@ CLAIM_SEPARATOR = "--"
 ERROR_SUFFIX = ".error.txt"
 # Room for ERROR_SUFFIX and unique_path's "-N" when a failed file's name is made to fit.
 FAILED_NAME_MAX = NAME_MAX - len(ERROR_SUFFIX) - 8
+# A backlog is claimed this many files (or this long) at a time, with dispatching between.
+CLAIM_BATCH_FILES = 50
+CLAIM_BATCH_SECONDS = 0.05
 
 
 def claimed_name(name: str) -> str:
@@ -106,6 +110,8 @@ class Inbox:
     folder: InboxFolder = field(init=False)
     stranded: StrandedClaims = field(init=False)
 
+    _backlog: deque[InboxEntry] = field(default_factory=deque, init=False)  # of this pass
+
     def __post_init__(self) -> None:
         self.folder = InboxFolder(self.home.inbox, self.settings)
         self.stranded = StrandedClaims(self.home.stranded_file)
@@ -123,18 +129,29 @@ class Inbox:
 
     # -- claiming ---------------------------------------------------------------------------
 
-    def claim_all(self) -> list[Claim]:
-        """Claim every ready inbox file, then retry stranded claims that are due."""
-        self.folder.start_pass()
-        claims = []
-        for entry in self.folder.scan():
-            if self.folder.claimable(entry) and (claim := self.claim(entry.name, entry.mtime_ns)):
-                claims.append(claim)
-        self.retry_stranded()
-        return claims
+    def claim_batch(self) -> bool:
+        """Claim the next ready inbox files, a batch at a time; True if more may be waiting.
 
-    def claim(self, name: str, mtime_ns: int | None = None) -> Claim | None:
-        """Move ``inbox/name`` into the claimed folder and admit it to the ledger."""
+        A backlog is taken ``CLAIM_BATCH_FILES`` files (or ``CLAIM_BATCH_SECONDS``) at a time
+        and admitted in one commit, so the daemon dispatches, and answers, between batches
+        rather than after the last of ten thousand files. A batch that took files asks for
+        another look: more may have come meanwhile.
+        """
+        if not self._backlog:
+            self.folder.start_pass()
+            self._backlog.extend(self.folder.scan())
+            self.retry_stranded()
+        deadline = time.monotonic() + CLAIM_BATCH_SECONDS
+        taken: list[tuple[Path, str]] = []
+        while self._backlog and len(taken) < CLAIM_BATCH_FILES and time.monotonic() < deadline:
+            entry = self._backlog.popleft()
+            if self.folder.claimable(entry) and (target := self._take(entry.name, entry.mtime_ns)):
+                taken.append((target, entry.name))
+        self._admit_or_strand(taken)
+        return bool(self._backlog or taken)
+
+    def _take(self, name: str, mtime_ns: int | None) -> Path | None:
+        """The claim itself: ``inbox/name`` renamed into the claimed folder."""
         target = self.home.claimed / claimed_name(name)
         try:
             os.rename(self.home.inbox / name, target)
@@ -145,25 +162,45 @@ class Inbox:
                 logger.error("cannot claim %s: %s", display_name(name), exc)
             return None
         self.folder.taken(name)
-        return self._admit_or_strand(target, name)
+        return target
 
     def admit(self, claimed: Path, name: str | None = None) -> Claim:
         """Read, parse and record a claimed file (also used by recovery).
 
         Raises only for faults of the disk or the database; an unusable file is set aside.
         """
-        name = original_name(claimed) if name is None else name
-        try:
-            file = read_regular_file(claimed, self.settings.max_message_bytes)
-            modified = datetime.fromtimestamp(file.mtime_ns / 1e9, UTC)
-            message = parse_message(name, file.data, modified=modified)
-        except MessageError as exc:
-            return self._reject(claimed, name, str(exc))
-        channel = self._channel_for(message)
+        (claim,) = self._admit([(claimed, original_name(claimed) if name is None else name)])
+        return claim
+
+    def _admit(self, files: list[tuple[Path, str]]) -> list[Claim]:
+        """Read and parse claimed files, then record the usable ones in one commit."""
+        claims, parsed = [], []
+        for claimed, name in files:
+            try:
+                message = self._read(claimed, name)
+            except MessageError as exc:
+                claims.append(self._reject(claimed, name, str(exc)))
+                continue
+            parsed.append((claimed, name, message, self._channel_for(message)))
         with self.store.transaction():  # a duplicate's count and its event: one commit
-            admission = self.ledger.admit(message, channel=channel, claimed_path=claimed)
-            if admission is Admission.DUPLICATE:
-                self._record_duplicate(message, channel)
+            admissions = []
+            for claimed, _, message, channel in parsed:
+                admission = self.ledger.admit(message, channel=channel, claimed_path=claimed)
+                if admission is Admission.DUPLICATE:
+                    self._record_duplicate(message, channel)
+                admissions.append(admission)
+        for (claimed, name, message, channel), admission in zip(parsed, admissions, strict=True):
+            claims.append(self._admitted(claimed, name, message, channel, admission))
+        return claims
+
+    def _read(self, claimed: Path, name: str) -> Message:
+        file = read_regular_file(claimed, self.settings.max_message_bytes)
+        modified = datetime.fromtimestamp(file.mtime_ns / 1e9, UTC)
+        return parse_message(name, file.data, modified=modified)
+
+    def _admitted(
+        self, claimed: Path, name: str, message: Message, channel: str, admission: Admission
+    ) -> Claim:
         if admission is Admission.CONFLICT:
             return self._reject(claimed, name, "id reused with different content", message)
         if admission is Admission.DUPLICATE:
@@ -217,19 +254,24 @@ class Inbox:
 
     # -- stranded claims --------------------------------------------------------------------
 
-    def _admit_or_strand(self, claimed: Path, name: str) -> Claim | None:
+    def _admit_or_strand(self, files: list[tuple[Path, str]]) -> list[Claim]:
         try:
-            claim = self.admit(claimed, name)
-        except Exception as exc:  # a fault of the disk or the database, not of the file
-            self.stranded.add(claimed, name, exc)
-            return None
-        self.stranded.discard(claimed)
-        return claim
+            claims = self._admit(files)
+        except Exception as exc:  # a fault of the disk or the database, not of a file
+            if len(files) == 1:
+                self.stranded.add(*files[0], exc)
+                return []
+            # One at a time, so that only what fails is stranded; a file the batch already
+            # set aside is gone from the claimed folder and needs nothing more.
+            return [c for f in files if f[0].exists() for c in self._admit_or_strand([f])]
+        for claimed, _ in files:
+            self.stranded.discard(claimed)
+        return claims
 
     def retry_stranded(self) -> None:
         """Try again every stranded claim that is due."""
         for stranded in self.stranded.due():
-            self._admit_or_strand(Path(stranded.file), stranded.name)
+            self._admit_or_strand([(Path(stranded.file), stranded.name)])
 
     # -- endings ----------------------------------------------------------------------------
 
@@ -290,7 +332,7 @@ class Inbox:
             if str(path) in known or not is_candidate(path.name):
                 continue
             logger.info("recovering claimed file %s left by a stop", path.name)
-            self._admit_or_strand(path, original_name(path))
+            self._admit_or_strand([(path, original_name(path))])
             handled += 1
         return handled
 
