@@ -8,14 +8,30 @@ or abandoned turn never poisons the conversation that follows it.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..db.records import StoredMessage
+if TYPE_CHECKING:
+    from ..db.messages import HistoryRow
 
 NOT_RUN = "Error: this tool call was never run; the turn ended before it could run."
 
 
-def to_api_messages(stored: list[StoredMessage]) -> list[dict[str, Any]]:
+class Stored(Protocol):
+    """A stored message as the history needs it (``StoredMessage`` is one)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def content(self) -> list[dict[str, Any]]: ...
+
+
+def to_api_messages(stored: Sequence[Stored]) -> list[dict[str, Any]]:
     """Build alternating-role API messages from stored user/assistant/tool_result rows."""
     messages: list[dict[str, Any]] = []
     for row in stored:
@@ -32,6 +48,20 @@ def to_api_messages(stored: list[StoredMessage]) -> list[dict[str, Any]]:
     while messages and messages[0]["role"] != "user":
         messages.pop(0)
     return _answer_every_tool_use(messages)
+
+
+def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with a prompt cache breakpoint on the last block of the last message.
+
+    The next call of a tool loop, and the next turn, send this request again plus what is
+    new, so they read it from the cache. The marked message and block are copies: the ones
+    given may be shared with later calls.
+    """
+    if not messages or not messages[-1]["content"]:
+        return messages
+    last = messages[-1]
+    marked = {**last["content"][-1], "cache_control": {"type": "ephemeral"}}
+    return [*messages[:-1], {**last, "content": [*last["content"][:-1], marked]}]
 
 
 def _empty_text(block: dict[str, Any]) -> bool:
@@ -71,3 +101,129 @@ def _tool_use_ids(message: dict[str, Any] | None) -> list[str]:
 
 def _not_run(tool_use_id: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": NOT_RUN, "is_error": True}
+
+
+class HistoryRows(Protocol):
+    """Where a :class:`HistoryCache` reads rows from (the store)."""
+
+    def history_rows(self, conversation_id: str, *, after_id: int) -> list[HistoryRow]: ...
+
+    def history_tail(
+        self, conversation_id: str, *, current_turn: int, budget_chars: int
+    ) -> tuple[list[HistoryRow], bool]: ...
+
+
+@dataclass(frozen=True)
+class Window:
+    """The history one model call sends, and the stored sizes the budget counted."""
+
+    messages: list[dict[str, Any]]
+    earlier_chars: int
+    current_chars: int
+
+
+@dataclass(frozen=True)
+class _Message:
+    kind: str
+    content: list[dict[str, Any]]  # API blocks; shared between calls, so never changed
+
+
+@dataclass
+class _Turn:
+    size: int = 0  # stored characters: what the history budget counts
+    messages: list[_Message] = field(default_factory=list)
+
+
+@dataclass
+class _Kept:
+    last_id: int
+    turns: dict[int, _Turn]  # by number, ascending
+    older: bool  # turns before the first kept one exist in the store
+
+
+class HistoryCache:
+    """The API history of recent conversations, kept between model calls and turns.
+
+    A conversation's messages are only ever appended (it is deleted whole), so its history is
+    read and parsed once, and after that only its new rows: the cost of a model call's history
+    follows what is new, not the conversation's length. Turns that fell out of the budget are
+    forgotten; a later call that wants them (a larger budget after a reload) reads again.
+    """
+
+    def __init__(
+        self,
+        rows: HistoryRows,
+        context: Callable[[int, str], dict[str, Any]],
+        *,
+        conversations: int = 8,
+    ) -> None:
+        self._rows = rows
+        self._context = context  # the block a user message starts with, from its turn and time
+        self._limit = conversations
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def window(self, conversation_id: str, *, current_turn: int, budget_chars: int) -> Window:
+        """The current turn's messages plus whole earlier turns, newest first while they fit
+        in ``budget_chars``, as alternating-role API messages."""
+        with self._lock:
+            kept = self._kept.pop(conversation_id, None)
+            if kept is None:
+                kept = self._load(conversation_id, current_turn, budget_chars)
+            else:
+                self._add(kept, self._rows.history_rows(conversation_id, after_id=kept.last_id))
+            chosen = self._choose(kept, current_turn, budget_chars)
+            if chosen is None:  # wants turns forgotten or never read
+                kept = self._load(conversation_id, current_turn, budget_chars)
+                chosen = self._choose(kept, current_turn, budget_chars) or []
+            self._kept[conversation_id] = kept
+            while len(self._kept) > self._limit:
+                self._kept.popitem(last=False)
+        current = kept.turns.get(current_turn, _Turn())
+        earlier = sum(kept.turns[n].size for n in chosen if n != current_turn)
+        messages = [m for n in chosen for m in kept.turns[n].messages]
+        return Window(to_api_messages(messages), earlier, current.size)
+
+    def forget(self, conversation_id: str) -> None:
+        with self._lock:
+            self._kept.pop(conversation_id, None)
+
+    def _load(self, conversation_id: str, current_turn: int, budget_chars: int) -> _Kept:
+        rows, older = self._rows.history_tail(
+            conversation_id, current_turn=current_turn, budget_chars=budget_chars
+        )
+        kept = _Kept(last_id=0, turns={}, older=older)
+        self._add(kept, rows)
+        return kept
+
+    def _add(self, kept: _Kept, rows: list[HistoryRow]) -> None:
+        for row in rows:
+            content = json.loads(row.content)
+            if row.kind == "user":
+                content = [self._context(row.turn, row.created_at), *content]
+            turn = kept.turns.setdefault(row.turn, _Turn())
+            turn.size += len(row.content)
+            turn.messages.append(_Message(row.kind, content))
+            kept.last_id = max(kept.last_id, row.id)
+
+    def _choose(self, kept: _Kept, current_turn: int, budget_chars: int) -> list[int] | None:
+        """Turn numbers to send, oldest first; None if the budget wants turns not kept."""
+        chosen: list[int] = []
+        spent = 0
+        for number in sorted(kept.turns, reverse=True):
+            if number > current_turn:
+                continue
+            size = kept.turns[number].size
+            if number != current_turn and spent + size > budget_chars:
+                gone = [n for n in kept.turns if n < number]  # out of the budget for good
+                for old in gone:
+                    del kept.turns[old]
+                kept.older = kept.older or bool(gone)
+                break
+            spent += size
+            chosen.append(number)
+        else:
+            if kept.older:
+                return None
+        chosen.reverse()
+        return chosen

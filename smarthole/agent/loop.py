@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelError
 from .client import IN_DOUBT, ModelClient, ModelReply
+from .history import with_breakpoint
 
 if TYPE_CHECKING:
     from ..db.records import StoredMessage
@@ -84,7 +85,7 @@ class Agent:
             try:
                 reply = self.client.complete(
                     system=session.system(),
-                    messages=session.history(),
+                    messages=with_breakpoint(session.history()),
                     tools=tools.specs(),
                     model=model,
                 )

@@ -3,48 +3,68 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from ..config import AgentSettings
 from ..db.pending import PendingQuestion
 from ..db.records import Conversation, StoredMessage
+from ..formats import parse_time
 
 UNTITLED = "Untitled conversation"
 UNTITLED_INTERRUPTED = "Untitled (interrupted)"
 MAX_TITLE_WORDS = 8
 TRANSCRIPT_LIMIT = 20_000
+EPHEMERAL = {"type": "ephemeral"}  # a prompt cache breakpoint
+CONTEXT_OPEN, CONTEXT_CLOSE = "<context>", "</context>"
 
 
 def system_prompt(
     agent: AgentSettings,
     *,
-    now: datetime,
     conversation: Conversation,
-    turn: int,
     recent: Iterable[Conversation] = (),
     pending: PendingQuestion | None = None,
     extra: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
-    """System blocks: a stable one (cacheable) first, then what changes from turn to turn."""
+    """System blocks, the most stable first, so the prompt cache can reuse the longest prefix.
+
+    1. the agent's persona and guidelines: the same for every conversation;
+    2. this conversation, recent ones and plugins' additions: the same turn after turn;
+    3. the pending question, only on the turn that answers it (the product's contract keeps
+       it in the system prompt; last, so it changes nothing before it).
+
+    What changes every turn (the time, the turn number) is not here: it starts each user
+    message (:func:`turn_context`), so a turn's request is the previous one plus what is new.
+    """
     stable = f"{agent.persona.strip()}\n\n## Guidelines\n{agent.instructions.strip()}"
-    local = now.astimezone()
     sections = [
         "## Context\n"
-        f"The current time is {local:%A, %d %B %Y, %H:%M} ({local:%Z}, UTC{local:%z}).\n"
-        f"This is turn {turn} of conversation {conversation.id} on channel "
-        f"'{conversation.channel}'."
+        f"This is conversation {conversation.id} on channel '{conversation.channel}'. Each "
+        f"user message starts with {CONTEXT_OPEN}...{CONTEXT_CLOSE}: its turn number and "
+        "when it was sent; the newest one's time is the current time."
     ]
     recent_text = recent_conversations_section(recent)
     if recent_text:
         sections.append(recent_text)
-    if pending is not None:
-        sections.append(pending_context(pending))
     sections.extend(text.strip() for text in extra if text and text.strip())
-    return [
-        {"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}},
-        {"type": "text", "text": "\n\n".join(sections)},
+    blocks = [
+        {"type": "text", "text": stable, "cache_control": EPHEMERAL},
+        {"type": "text", "text": "\n\n".join(sections), "cache_control": EPHEMERAL},
     ]
+    if pending is not None:
+        blocks.append({"type": "text", "text": pending_context(pending)})
+    return blocks
+
+
+def turn_context(turn: int, sent_at: str) -> dict[str, Any]:
+    """The block a user message starts with: its turn and when it was sent (the turn's start).
+
+    Made from the stored message, so every request that carries it (a retry, a resumed turn,
+    the next turns' history) carries the same bytes.
+    """
+    local = parse_time(sent_at).astimezone()
+    when = f"{local:%A, %d %B %Y, %H:%M} ({local:%Z}, UTC{local:%z})"
+    return {"type": "text", "text": f"{CONTEXT_OPEN}Turn {turn}, sent {when}.{CONTEXT_CLOSE}"}
 
 
 def recent_conversations_section(conversations: Iterable[Conversation]) -> str:

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import sqlite3
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..formats import parse_time
 from .connection import Database
 from .records import StoredMessage
+
+# The rows of the Messages API history, with only the columns that building it needs.
+_HISTORY = (
+    "SELECT id, turn, kind, content, created_at FROM messages WHERE conversation_id = ? "
+    "AND kind IN ('user', 'assistant', 'tool_result')"
+)
+
+
+class HistoryRow(NamedTuple):
+    """One message of the API history as stored: ``content`` is its JSON, unparsed."""
+
+    id: int
+    turn: int
+    kind: str
+    content: str
+    created_at: str
 
 
 class MessageTables(Database):
@@ -67,32 +84,40 @@ class MessageTables(Database):
             params.append(turn)
         return [StoredMessage.from_row(r) for r in self.query(sql + " ORDER BY id", params)]
 
-    def recent_history(
+    def history_rows(self, conversation_id: str, *, after_id: int) -> list[HistoryRow]:
+        """The API-history rows stored after row ``after_id``, oldest first."""
+        rows = self.query(f"{_HISTORY} AND id > ? ORDER BY id", (conversation_id, after_id))
+        return [HistoryRow(*row) for row in rows]
+
+    def history_tail(
         self, conversation_id: str, *, current_turn: int, budget_chars: int
-    ) -> list[StoredMessage]:
-        """The API-history messages of the current turn plus whole earlier turns, newest first
-        until ``budget_chars`` is spent; returned oldest first.
+    ) -> tuple[list[HistoryRow], bool]:
+        """Whole turns up to ``current_turn``, newest first while ``budget_chars`` lasts (the
+        current turn always), and the first turn that does not fit; returned oldest first,
+        with whether older turns remain.
 
         Reads backwards, so the cost follows the budget, not the conversation's length.
         """
-        kept: list[StoredMessage] = []
+        kept: list[HistoryRow] = []
         spent = 0
+        full = older = False
         with self._lock:
             cursor = self._db.execute(
-                "SELECT * FROM messages WHERE conversation_id = ? AND turn <= ? AND kind IN "
-                "('user', 'assistant', 'tool_result') ORDER BY turn DESC, id DESC",
+                f"{_HISTORY} AND turn <= ? ORDER BY turn DESC, id DESC",
                 (conversation_id, current_turn),
             )
-            for turn, rows in itertools.groupby(cursor, key=lambda row: row["turn"]):
-                batch = list(rows)
-                size = sum(len(row["content"]) for row in batch)
-                if turn != current_turn and spent + size > budget_chars:
+            for turn, rows in itertools.groupby(cursor, key=operator.itemgetter(1)):
+                if full:
+                    older = True
                     break
+                batch = [HistoryRow(*row) for row in rows]
+                size = sum(len(row.content) for row in batch)
+                full = turn != current_turn and spent + size > budget_chars
                 spent += size
-                kept.extend(StoredMessage.from_row(row) for row in batch)
+                kept.extend(batch)
             cursor.close()
         kept.reverse()
-        return kept
+        return kept, older
 
     # -- tool calls --------------------------------------------------------------------------
 

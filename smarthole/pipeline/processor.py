@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from ..agent.history import HistoryCache
 from ..agent.loop import TurnOutcome
-from ..agent.prompts import system_prompt
+from ..agent.prompts import system_prompt, turn_context
 from ..conversations import Conversations
 from ..db.events import about
 from ..db.pending import PendingQuestion, PendingQuestions
@@ -73,6 +74,7 @@ class Processor:
     def __post_init__(self) -> None:
         self.store = self.app.store
         self.pending = PendingQuestions(self.store)
+        self.history = HistoryCache(self.store, turn_context)
         self.conversations = Conversations(self.store, self.events)
 
     @property
@@ -210,9 +212,7 @@ class Processor:
         )
         system = system_prompt(
             self.config.agent,
-            now=self.app.now(),
             conversation=conversation,
-            turn=number,
             recent=[c for c in recent if c.id != conversation.id],
             pending=self.pending.get(conversation.id),
             extra=extra,
@@ -225,6 +225,7 @@ class Processor:
             conversation=conversation,
             number=number,
             system_blocks=system,
+            history_cache=self.history,
             stop=self.stop,
         )
 

@@ -13,12 +13,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..agent.history import to_api_messages
+from ..db.events import place
 from ..errors import TurnInterrupted
 from ..tools import ToolContext
 
 if TYPE_CHECKING:
     from ..agent.client import ModelReply
+    from ..agent.history import HistoryCache, Window
     from ..app import App
     from ..db.events import EventLog
     from ..db.ledger import LedgerEntry
@@ -43,6 +44,7 @@ class TurnRun:
     conversation: Conversation
     number: int
     system_blocks: list[dict[str, Any]]
+    history_cache: HistoryCache
     stop: threading.Event | None = None
     budget_chars: int = field(init=False)
     trimmed: bool = field(default=False, init=False)
@@ -53,12 +55,7 @@ class TurnRun:
 
     @property
     def _where(self) -> dict[str, Any]:
-        return {
-            "conversation": self.conversation.id,
-            "channel": self.conversation.channel,
-            "turn": self.number,
-            "message_id": self.entry.id,
-        }
+        return place(self.conversation.id, self.conversation.channel, self.number, self.entry.id)
 
     # -- TurnSession ------------------------------------------------------------------------
 
@@ -66,10 +63,10 @@ class TurnRun:
         return self.system_blocks
 
     def history(self) -> list[dict[str, Any]]:
-        return to_api_messages(self._stored_history())
+        return self._window().messages
 
-    def _stored_history(self) -> list[StoredMessage]:
-        return self.store.recent_history(
+    def _window(self) -> Window:
+        return self.history_cache.window(
             self.conversation.id, current_turn=self.number, budget_chars=self.budget_chars
         )
 
@@ -133,13 +130,11 @@ class TurnRun:
 
     def trim_history(self) -> bool:
         """Halve the earlier history sent to the model; False if there is none to trim."""
-        stored = self._stored_history()
-        earlier = sum(len(str(m.content)) for m in stored if m.turn != self.number)
-        if self.trimmed or earlier == 0:
+        window = self._window()
+        if self.trimmed or window.earlier_chars == 0:
             return False
         self.trimmed = True
-        current = sum(len(str(m.content)) for m in stored if m.turn == self.number)
-        self.budget_chars = current + earlier // 2
+        self.budget_chars = window.current_chars + window.earlier_chars // 2
         return True
 
     def record_text(self, text: str) -> None:

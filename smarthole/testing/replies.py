@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, replace
 from time import monotonic
 from typing import Any
 
+from ..agent.prompts import CONTEXT_OPEN
+
 # The line every team agent's system prompt carries (smarthole.teams.prompts.AGENT_LINE).
 _AGENT_LINE = re.compile(r'You are the agent "([a-z][a-z0-9_-]{0,31})" in a team')
 
@@ -211,9 +213,12 @@ class RecordedRequest:
 
     @property
     def last_user_text(self) -> str:
-        """The text blocks of the last user message, joined by newlines."""
+        """The text blocks of the last user message, joined by newlines; the turn context a
+        message starts with (``<context>Turn 2, sent …</context>``) is left out."""
         content = self._last_user_content()
-        return content if isinstance(content, str) else "\n".join(_texts(content))
+        if isinstance(content, str):
+            return content
+        return "\n".join(t for t in _texts(content) if not t.startswith(CONTEXT_OPEN))
 
     @property
     def tool_results(self) -> list[dict[str, Any]]:

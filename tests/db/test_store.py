@@ -139,17 +139,24 @@ def test_turns_are_numbered_from_one(store):
     assert store.turn_for_message("m2").number == 2
 
 
-def test_history_keeps_whole_recent_turns_within_budget(store):
+def test_the_history_tail_reads_whole_turns_back_to_the_first_that_does_not_fit(store):
     conversation = store.create_conversation("default")
     for n in range(1, 6):
         start(store, conversation, f"m{n}", "x" * 100)
         store.append_message(conversation.id, n, "assistant", "assistant", text("y" * 100))
-    history = store.recent_history(conversation.id, current_turn=5, budget_chars=600)
-    assert sorted({m.turn for m in history}) == [4, 5]
-    everything = store.recent_history(conversation.id, current_turn=5, budget_chars=10**9)
-    assert len(everything) == 10
-    tiny = store.recent_history(conversation.id, current_turn=5, budget_chars=1)
-    assert {m.turn for m in tiny} == {5}  # the current turn is always sent
+    size = len(store.history_rows(conversation.id, after_id=0)[0].content)
+
+    def turns(budget):
+        rows, older = store.history_tail(conversation.id, current_turn=5, budget_chars=budget)
+        return sorted({row.turn for row in rows}), older
+
+    assert turns(4 * size) == ([3, 4, 5], True), "turn 3 is where the budget ends"
+    assert turns(10**9) == ([1, 2, 3, 4, 5], False)
+    assert turns(1) == ([4, 5], True), "the current turn always, and the boundary"
+    new = store.history_rows(
+        conversation.id, after_id=store.history_rows(conversation.id, after_id=0)[-2].id
+    )
+    assert [(row.turn, row.kind) for row in new] == [(5, "assistant")]
 
 
 def test_a_pinned_title_is_never_overwritten(store):

@@ -1,0 +1,130 @@
+"""The history a model call sends: kept between calls and turns, read only where new."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from smarthole.agent.history import HistoryCache, with_breakpoint
+from smarthole.agent.prompts import turn_context
+from smarthole.db.store import Store
+
+NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+
+
+class CountingStore:
+    """The store, counting the rows the cache reads."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.read = 0
+        self.loads = 0
+
+    def history_rows(self, conversation_id, *, after_id):
+        rows = self.store.history_rows(conversation_id, after_id=after_id)
+        self.read += len(rows)
+        return rows
+
+    def history_tail(self, conversation_id, *, current_turn, budget_chars):
+        rows, older = self.store.history_tail(
+            conversation_id, current_turn=current_turn, budget_chars=budget_chars
+        )
+        self.read += len(rows)
+        self.loads += 1
+        return rows, older
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store.open(tmp_path / "smarthole.db", clock=lambda: NOW)
+    yield store
+    store.close()
+
+
+def say(store, conversation, turn, words, kind="user"):
+    role = "user" if kind == "user" else "assistant"
+    store.append_message(conversation.id, turn, role, kind, [{"type": "text", "text": words}])
+
+
+def texts(messages):
+    return [
+        [b["text"] for b in m["content"] if not b["text"].startswith("<context>")] for m in messages
+    ]
+
+
+def test_each_user_message_starts_with_its_turn_and_time(store):
+    conversation = store.create_conversation("default")
+    say(store, conversation, 1, "Hello")
+    cache = HistoryCache(store, turn_context)
+    (message,) = cache.window(conversation.id, current_turn=1, budget_chars=1000).messages
+    context, words = message["content"]
+    assert context == turn_context(1, "2026-11-22T09:00:00+00:00")
+    assert context["text"].startswith("<context>Turn 1, sent Sunday, 22 November 2026, ")
+    assert words == {"type": "text", "text": "Hello"}
+
+
+def test_a_turn_reads_only_what_is_new(store):
+    conversation = store.create_conversation("default")
+    for turn in range(1, 21):
+        say(store, conversation, turn, f"question {turn}")
+        say(store, conversation, turn, f"answer {turn}", kind="assistant")
+    counting = CountingStore(store)
+    cache = HistoryCache(counting, turn_context)
+    say(store, conversation, 21, "question 21")
+    first = cache.window(conversation.id, current_turn=21, budget_chars=10**6)
+    assert counting.read == 41 and len(first.messages) == 41
+    say(store, conversation, 21, "a tool call", kind="assistant")
+    say(store, conversation, 21, "its result", kind="tool_result")
+    second = cache.window(conversation.id, current_turn=21, budget_chars=10**6)
+    assert counting.read == 43, "only the two new rows"
+    assert second.messages[:40] == first.messages[:40]
+    assert texts(second.messages)[-2:] == [["a tool call"], ["its result"]]
+    assert counting.loads == 1
+
+
+def test_turns_out_of_the_budget_are_forgotten_and_read_again_if_wanted(store):
+    conversation = store.create_conversation("default")
+    for turn in range(1, 6):
+        say(store, conversation, turn, "x" * 100)
+    counting = CountingStore(store)
+    cache = HistoryCache(counting, turn_context)
+    size = len(store.history_rows(conversation.id, after_id=0)[0].content)
+    small = cache.window(conversation.id, current_turn=5, budget_chars=2 * size)
+    assert len(small.messages) == 1, "consecutive user turns are one API message"
+    assert (small.earlier_chars, small.current_chars) == (size, size)
+    assert len(small.messages[0]["content"]) == 4  # turns 4 and 5: context and text each
+    everything = cache.window(conversation.id, current_turn=5, budget_chars=10**6)
+    assert len(everything.messages[0]["content"]) == 10
+    assert counting.loads == 2, "a larger budget read the forgotten turns again"
+
+
+def test_the_current_turn_is_sent_even_when_it_alone_is_over_the_budget(store):
+    conversation = store.create_conversation("default")
+    say(store, conversation, 1, "earlier")
+    say(store, conversation, 2, "y" * 500)
+    cache = HistoryCache(store, turn_context)
+    window = cache.window(conversation.id, current_turn=2, budget_chars=10)
+    assert texts(window.messages) == [["y" * 500]]
+    again = cache.window(conversation.id, current_turn=2, budget_chars=10)
+    assert again.messages == window.messages
+
+
+def test_only_the_most_recently_used_conversations_are_kept(store):
+    conversation = store.create_conversation("default")
+    say(store, conversation, 1, "Hello")
+    cache = HistoryCache(store, turn_context, conversations=1)
+    cache.window(conversation.id, current_turn=1, budget_chars=100)
+    other = store.create_conversation("other")
+    say(store, other, 1, "Hi")
+    assert texts(cache.window(other.id, current_turn=1, budget_chars=100).messages) == [["Hi"]]
+    assert len(cache._kept) == 1, "the least recently used conversation was let go"
+
+
+def test_the_breakpoint_marks_a_copy_of_the_last_block():
+    shared = {"type": "text", "text": "Hello"}
+    messages = [{"role": "user", "content": [shared]}]
+    marked = with_breakpoint(messages)
+    assert marked[-1]["content"][-1] == {**shared, "cache_control": {"type": "ephemeral"}}
+    assert shared == {"type": "text", "text": "Hello"} and messages[0]["content"] == [shared]
+    assert with_breakpoint([]) == []
