@@ -45,6 +45,12 @@ class UsageTotals:
         prompt = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
         return self.cache_read_input_tokens / prompt if prompt else None
 
+    def __add__(self, other: UsageTotals) -> UsageTotals:
+        return UsageTotals(
+            self.requests + other.requests,
+            *(getattr(self, count) + getattr(other, count) for count in COUNTS),
+        )
+
     def as_dict(self) -> dict[str, Any]:
         rate = self.cache_hit_rate
         return {
