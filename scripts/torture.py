@@ -13,8 +13,9 @@ tool in each of its turns).
 
 Checks (and prints): every message has exactly one final reply, no claimed file is left, no
 completed tool call ran twice, every stored conversation is valid Messages API history, after
-every kill the ledger, the turns and the events agree, and every team task's stored agent
-turns are exactly 1..N in order, each by the right agent. Exit status 0 when all hold.
+every kill the ledger, the turns and the events agree and every stored model reply has exactly
+one usage row, and every team task's stored agent turns are exactly 1..N in order, each by the
+right agent. Exit status 0 when all hold.
 `tests/daemon/test_torture.py` runs a small version of this in the suite.
 """
 
@@ -208,6 +209,7 @@ def disagreement(home: Home) -> list[str]:
             "FROM inbox i LEFT JOIN turns t ON t.message_id = i.message_id"
         ).fetchall()
     problems = [f"task {t}: agent turns out of order" for t in _gapped_tasks(home)]
+    problems += _unbilled(home)
     for message_id, ledger, turn, completed_events in rows:
         done, completed = ledger == "done", turn == "completed"
         if done != completed or completed != bool(completed_events):
@@ -216,6 +218,34 @@ def disagreement(home: Home) -> list[str]:
                 f"{completed_events} turn_completed event(s)"
             )
     return problems
+
+
+def _unbilled(home: Home) -> list[str]:
+    """Turns and tasks whose stored model replies and usage rows differ in number.
+
+    A reply and its usage row commit in one transaction, so whatever a kill interrupts, every
+    stored reply has exactly one row (a human turn's replies are its ``message_stored`` events
+    that carry a usage; a team task's result stored as a reply has none and no row).
+    """
+    queries = (
+        "SELECT conversation_id || ' turn ' || turn, COUNT(*) FROM events WHERE type = "
+        "'message_stored' AND json_extract(data, '$.usage') IS NOT NULL GROUP BY 1",
+        "SELECT conversation_id || ' turn ' || turn, COUNT(*) FROM usage "
+        "WHERE purpose = 'turn' GROUP BY 1",
+        "SELECT 'task ' || task_id, COUNT(*) FROM task_messages WHERE kind = 'assistant' "
+        "GROUP BY 1",
+        "SELECT 'task ' || task_id, COUNT(*) FROM usage WHERE purpose = 'agent_turn' GROUP BY 1",
+    )
+    with sqlite3.connect(home.database) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'usage'").fetchone():
+            return []
+        replies, rows, task_replies, task_rows = (dict(db.execute(q).fetchall()) for q in queries)
+    return [
+        f"{where}: {stored.get(where, 0)} stored replies, {billed.get(where, 0)} usage rows"
+        for stored, billed in ((replies, rows), (task_replies, task_rows))
+        for where in sorted(stored.keys() | billed.keys())
+        if stored.get(where, 0) != billed.get(where, 0)
+    ]
 
 
 def _gapped_tasks(home: Home) -> list[str]:

@@ -34,6 +34,7 @@ class ModelReply:
     content: list[dict[str, Any]]
     stop_reason: str | None
     usage: dict[str, Any]
+    model: str = ""  # the model that answered, as the API names it
 
     @property
     def text(self) -> str:
@@ -122,7 +123,12 @@ class ModelClient:
             usage,
         )
         content = [block.model_dump(exclude_none=True, mode="json") for block in final.content]
-        return ModelReply(content=content, stop_reason=final.stop_reason, usage=usage)
+        return ModelReply(
+            content=content,
+            stop_reason=final.stop_reason,
+            usage=usage,
+            model=final.model or params["model"],
+        )
 
     def close(self) -> None:
         self._client.close()

@@ -147,5 +147,6 @@ def _complete_blocks(reply: ModelReply) -> ModelReply:
             content=content or [{"type": "text", "text": ""}],
             stop_reason=reply.stop_reason,
             usage=reply.usage,
+            model=reply.model,
         )
     return reply

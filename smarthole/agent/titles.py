@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..db.events import about
+from ..db.usage import UsageLog
 from ..errors import ModelError
 from .prompts import (
     SUMMARY_REQUEST,
@@ -175,6 +176,14 @@ class Titler:
             )
             return None
         self._backoff.succeeded(key)
+        # Its own commit: a title or summary has no stored reply to share a transaction with.
+        UsageLog(self.store).record(
+            reply.usage,
+            purpose=what,
+            model=reply.model,
+            conversation_id=conversation.id,
+            turn=conversation.turns,
+        )
         return clean(reply.text)
 
 

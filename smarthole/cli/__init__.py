@@ -174,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("show", commands.show, "print a conversation's transcript")
     p.add_argument("id", metavar="ID", help=ID_HELP)
+    p.add_argument("--usage", action="store_true", help="the tokens each turn used, and totals")
+    p.add_argument("--json", action="store_true", help="with --usage: one JSON object")
 
     p = command("resume", chat.resume, "pick a conversation and continue it in chat")
     p.add_argument("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")

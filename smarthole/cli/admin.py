@@ -20,6 +20,7 @@ from ..fsutil import move_durably, unique_path
 from ..home import Home, holder
 from ..teams.control import running_tasks
 from .health import health_fields
+from .usage import usage_today
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     report["warnings"] = home_warnings(home)
     report["desktop"] = desktop_bridge(home, store, running=pid is not None)
     report["mcp"] = mcp_servers(store, running=pid is not None)
+    report["usage"] = usage_today(store)
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report
 

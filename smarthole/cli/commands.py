@@ -228,6 +228,13 @@ def show(args: argparse.Namespace) -> int:
     from ..db.outbox import OutboxRecord
     from .render import transcript
 
+    if args.usage:
+        from .usage import show_usage
+
+        with opened(args) as (_, store):
+            return show_usage(store, args.id, as_json=args.json)
+    if args.json:
+        raise UsageError("--json works with --usage (for the transcript, use smarthole export)")
     with opened(args) as (home, store):
         conversation = Conversations(store).get(args.id)
         print(

@@ -177,6 +177,10 @@ def status_text(report: dict[str, Any]) -> str:
     lines += [f"warning: {warning}" for warning in report["warnings"]]
     if "desktop" in report:
         lines.append(_desktop_line(report["desktop"]))
+    if "usage" in report:
+        from .usage import usage_line
+
+        lines.append(usage_line(report["usage"]))
     return "\n".join(lines)
 
 

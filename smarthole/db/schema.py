@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import StoreError
 from ..fsutil import PRIVATE_FILE, make_private
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -63,11 +63,34 @@ CREATE TABLE IF NOT EXISTS task_tool_calls (
 );
 """
 
+# Usage (version 4): one row per model response, as the API counted it. Titles and summaries
+# have no task; a human turn's entry agent has no agent name. No foreign key: what was spent
+# stays spent when `prune` removes the conversation.
+USAGE_TABLES = """
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    conversation_id TEXT,
+    turn INTEGER,
+    task_id TEXT,
+    agent TEXT,
+    purpose TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS usage_by_time ON usage (at);
+CREATE INDEX IF NOT EXISTS usage_by_conversation ON usage (conversation_id, turn);
+"""
+
 # What turns a database of version N - 1 into version N. SCHEMA always creates the newest
 # tables, so a new database starts at SCHEMA_VERSION and runs none of these.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE inbox ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0",),
     3: tuple(s.strip() for s in TASK_TABLES.split(";") if s.strip()),
+    4: tuple(s.strip() for s in USAGE_TABLES.split(";") if s.strip()),
 }
 
 SCHEMA = (
@@ -186,6 +209,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id);
 """
     + TASK_TABLES
+    + USAGE_TABLES
 )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db.events import place
+from ..db.usage import UsageLog
 from ..errors import TurnInterrupted
 from ..tools import ToolContext
 
@@ -81,13 +82,24 @@ class TurnRun:
         return self.store.started_tool_calls(self.conversation.id, self.number)
 
     def record_assistant(self, reply: ModelReply) -> None:
-        self._append(
-            "assistant",
-            "assistant",
-            reply.content,
-            stop_reason=reply.stop_reason,
-            usage=reply.usage,
-        )
+        # The reply and its usage row commit together: never one without the other.
+        with self.store.transaction() as db:
+            self._append(
+                "assistant",
+                "assistant",
+                reply.content,
+                db=db,
+                stop_reason=reply.stop_reason,
+                usage=reply.usage,
+            )
+            UsageLog(self.store).record(
+                reply.usage,
+                purpose="turn",
+                model=reply.model,
+                conversation_id=self.conversation.id,
+                turn=self.number,
+                db=db,
+            )
 
     def record_tool_start(self, block: dict[str, Any]) -> None:
         self.store.record_tool_start(block["id"], self.conversation.id, self.number, block["name"])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.history import to_api_messages
 from ..db.events import place
+from ..db.usage import UsageLog
 from ..errors import ToolError, TurnInterrupted
 from ..tools import ToolContext
 from .prompts import NO_HUMAN
@@ -83,7 +84,22 @@ class AgentTurnSession:
         return self.tasks.started_tool_calls(self.task.id, self.index)
 
     def record_assistant(self, reply: ModelReply) -> None:
-        self.tasks.append_message(self.task.id, self.index, "assistant", "assistant", reply.content)
+        # The reply and its usage row commit together: never one without the other.
+        agent = self.task.agents[self.index % len(self.task.agents)]
+        with self.app.store.transaction() as db:
+            self.tasks.append_message(
+                self.task.id, self.index, "assistant", "assistant", reply.content, db=db
+            )
+            UsageLog(self.app.store).record(
+                reply.usage,
+                purpose="agent_turn",
+                model=reply.model,
+                conversation_id=self.place.conversation_id,
+                turn=self.place.turn,
+                task_id=self.task.id,
+                agent=agent,
+                db=db,
+            )
 
     def record_tool_start(self, block: dict[str, Any]) -> None:
         self.tasks.record_tool_start(block["id"], self.task.id, self.index, block["name"])

@@ -18,7 +18,9 @@ request and ``times=`` repeats it. ``fake.default`` answers everything else (a 5
 script exhausted" unless set). A reply may also be a callable that receives the
 :class:`RecordedRequest` and returns a :class:`Reply`. A request whose history breaks the
 Messages API's rules gets the API's 400 without using a scripted reply, as the real service
-would refuse it. Streaming requests (``"stream": true``) get the same replies as SSE.
+would refuse it. Streaming requests (``"stream": true``) get the same replies as SSE. A reply
+without a scripted ``usage=`` reports realistic token counts from a simulated prompt cache
+(see :mod:`smarthole.testing.cache`).
 
 ``drop_message`` and ``run_once`` drive the real daemon through a home folder, as a plugin's
 own tests do. Run ``python -m smarthole.testing [--port N]`` for an echo server to try the

@@ -47,7 +47,8 @@ class Reply:
 def text(
     words: str, *, stop_reason: str = "end_turn", usage: dict[str, int] | None = None
 ) -> Reply:
-    """A text message; ``usage`` overrides the default counts (10 in, 5 out, no cache)."""
+    """A text message; ``usage`` replaces the fake's simulated counts (see ``PromptCache``);
+    counts it leaves out are 10 in, 5 out, no cache."""
     return Reply(content=({"type": "text", "text": words},), stop_reason=stop_reason, usage=usage)
 
 

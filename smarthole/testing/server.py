@@ -8,10 +8,11 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .cache import PromptCache
 from .replies import RecordedRequest, Reply, Responder, error, fresh_id
 from .validation import invalid_history
 
@@ -50,6 +51,7 @@ class FakeMessagesAPI:
         self.default: Reply | Responder = error(500, "api_error", "fake: script exhausted")
         if default is not None:
             self.default = default
+        self.cache = PromptCache()  # realistic usage for replies that script none
         self._script: list[_Scripted] = []
         self._requests: list[RecordedRequest] = []
         self._changed = threading.Condition()
@@ -251,6 +253,8 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             reason = invalid_history(body.get("messages")) if fake.validate else None
             request = RecordedRequest(path, headers, body, invalid_reason=reason)
             reply = fake._answer(request)
+            if reply.usage is None and reply.status == 200 and reply.body is None:
+                reply = replace(reply, usage=fake.cache.usage(body, list(reply.content)))
             fake._wait(reply)
             self._send(reply, request)
 

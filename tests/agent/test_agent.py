@@ -88,7 +88,14 @@ def test_a_reply_comes_back_as_plain_blocks(fake, client):
     fake.add(text("Hello"))
     reply = call(client)
     assert reply.content == [{"type": "text", "text": "Hello"}]
-    assert reply.stop_reason == "end_turn" and reply.usage["input_tokens"] == 10
+    assert reply.stop_reason == "end_turn" and reply.model == ModelSettings().name
+
+
+def test_a_reply_carries_the_usage_the_api_reported(fake, client):
+    fake.add(text("Hello", usage={"input_tokens": 12, "output_tokens": 3}))
+    usage = call(client).usage
+    assert (usage["input_tokens"], usage["output_tokens"]) == (12, 3)
+    assert usage["cache_read_input_tokens"] == 0
 
 
 def test_the_key_comes_from_the_environment():

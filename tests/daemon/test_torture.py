@@ -66,6 +66,18 @@ def test_a_disagreement_between_ledger_turns_and_events_is_reported(home, fake, 
     assert problem == "message m1: ledger done, turn running, 1 turn_completed event(s)"
 
 
+def test_a_stored_reply_without_its_usage_row_is_reported(home, fake, env):
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    assert torture.disagreement(Home(home)) == []
+    with db(home) as connection:
+        (conversation,) = connection.execute("SELECT conversation_id FROM usage").fetchone()
+        connection.execute("DELETE FROM usage")
+    (problem,) = torture.disagreement(Home(home))
+    assert problem == f"{conversation} turn 1: 1 stored replies, 0 usage rows"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_random_kills_long_run(tmp_path):

@@ -1,0 +1,104 @@
+"""What the model cost: ``smarthole show ID --usage`` and the ``usage`` key of ``status``.
+
+Every figure is a sum of the usage the API reported for each response (see
+``smarthole.db.usage``); nothing is estimated.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..db.records import Conversation
+    from ..db.store import Store
+    from ..db.usage import UsageGroup
+
+COLUMNS = (
+    ("requests", "requests"),
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_creation_input_tokens", "cache write"),
+    ("cache_read_input_tokens", "cache read"),
+)
+
+
+def show_usage(store: Store, wanted: str, *, as_json: bool) -> int:
+    """Print a conversation's usage (``wanted``: an id or a unique prefix)."""
+    from ..conversations import Conversations
+    from ..db.usage import UsageLog
+    from . import print_json
+
+    conversation = Conversations(store).get(wanted)
+    report = conversation_usage(conversation, UsageLog(store).for_conversation(conversation.id))
+    if as_json:
+        print_json(report)
+    else:
+        print(usage_text(report))
+    return 0
+
+
+def conversation_usage(conversation: Conversation, groups: list[UsageGroup]) -> dict[str, Any]:
+    """Per human turn (team agents included), titles and summaries, and the total."""
+    from ..db.usage import UsageTotals
+
+    total = UsageTotals()
+    for group in groups:
+        total += group.totals
+    return {
+        "conversation": conversation.id,
+        "title": conversation.title,
+        "turns": [{"turn": g.turn, **g.totals.as_dict()} for g in groups if g.what == "turn"],
+        "titles_and_summaries": [
+            {"purpose": g.what, **g.totals.as_dict()} for g in groups if g.what != "turn"
+        ],
+        "total": total.as_dict(),
+    }
+
+
+def usage_text(report: dict[str, Any]) -> str:
+    """An aligned table: one line per turn, then titles, summaries and the total."""
+    title = report["title"] or "Untitled conversation"
+    head = f'Usage of "{title}" ({report["conversation"]})'
+    if not report["total"]["requests"]:
+        return f"{head}\nNo model usage recorded."
+    rows = [["turn", *(label for _, label in COLUMNS)]]
+    rows += [[str(t["turn"]), *_figures(t)] for t in report["turns"]]
+    rows += [[o["purpose"], *_figures(o)] for o in report["titles_and_summaries"]]
+    rows.append(["total", *_figures(report["total"])])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            [
+                row[0].ljust(widths[0]),
+                *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)),
+            ]
+        )
+        for row in rows
+    ]
+    rate = report["total"]["cache_hit_rate"]
+    hit = "no input" if rate is None else f"{rate:.0%} of input tokens read from the cache"
+    return "\n".join([head, "", *lines, "", f"cache hit rate: {hit}"])
+
+
+def _figures(totals: dict[str, Any]) -> list[str]:
+    return [f"{totals[key]:,}" for key, _ in COLUMNS]
+
+
+def usage_today(store: Store) -> dict[str, Any]:
+    """``status``'s ``usage``: today's (UTC day) totals and cache hit rate."""
+    from ..db.usage import UsageLog
+
+    day = store.clock().astimezone(UTC).date()
+    totals = UsageLog(store).since(datetime.combine(day, time(), UTC))
+    return {"day": day.isoformat(), **totals.as_dict()}
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """``usage today (UTC): 12 requests · 3,456 input · ... · cache hit rate 81%``."""
+    if not usage["requests"]:
+        return "usage today (UTC): no model requests"
+    parts = [f"{usage[key]:,} {label}" for key, label in COLUMNS]
+    rate = usage["cache_hit_rate"]
+    parts.append("cache hit rate " + ("n/a" if rate is None else f"{rate:.0%}"))
+    return "usage today (UTC): " + " · ".join(parts)
