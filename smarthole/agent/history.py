@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ..db.messages import HistoryRow
@@ -122,8 +122,7 @@ class Window:
     current_chars: int
 
 
-@dataclass(frozen=True)
-class _Message:
+class _Message(NamedTuple):
     kind: str
     content: list[dict[str, Any]]  # API blocks; shared between calls, so never changed
 
@@ -132,6 +131,40 @@ class _Message:
 class _Turn:
     size: int = 0  # stored characters: what the history budget counts
     messages: list[_Message] = field(default_factory=list)
+    _api: list[dict[str, Any]] | None = None  # made when first wanted; a new row clears it
+
+    def add(self, message: _Message, size: int) -> None:
+        self.messages.append(message)
+        self.size += size
+        self._api = None
+
+    def api(self) -> list[dict[str, Any]]:
+        if self._api is None:
+            self._api = _question_and_answer(self.messages) or to_api_messages(self.messages)
+        return self._api
+
+
+def _question_and_answer(messages: list[_Message]) -> list[dict[str, Any]] | None:
+    """The API messages of the commonest turn, a user message and a text reply, made without
+    the general conversion's walk; None for any other shape."""
+    if len(messages) != 2 or (messages[0].kind, messages[1].kind) != ("user", "assistant"):
+        return None
+    question, answer = messages[0].content, messages[1].content
+    for block in (*question, *answer):
+        if block.get("type") != "text" or not block.get("text", "").strip():
+            return None
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+
+def _closed(api: list[dict[str, Any]]) -> bool:
+    """Whether a turn's API messages start with the user and end with a reply that calls no
+    tool: then the turns' messages joined are what converting them together would make."""
+    return (
+        bool(api)
+        and api[0]["role"] == "user"
+        and api[-1]["role"] == "assistant"
+        and not _tool_use_ids(api[-1])
+    )
 
 
 @dataclass
@@ -179,10 +212,10 @@ class HistoryCache:
             self._kept[conversation_id] = kept
             while len(self._kept) > self._limit:
                 self._kept.popitem(last=False)
-        current = kept.turns.get(current_turn, _Turn())
-        earlier = sum(kept.turns[n].size for n in chosen if n != current_turn)
-        messages = [m for n in chosen for m in kept.turns[n].messages]
-        return Window(to_api_messages(messages), earlier, current.size)
+            turns = [kept.turns[n] for n in chosen]
+            current = kept.turns.get(current_turn, _Turn())
+            earlier = sum(turn.size for turn in turns) - current.size
+            return Window(_joined(turns), earlier, current.size)
 
     def forget(self, conversation_id: str) -> None:
         with self._lock:
@@ -197,14 +230,18 @@ class HistoryCache:
         return kept
 
     def _add(self, kept: _Kept, rows: list[HistoryRow]) -> None:
-        for row in rows:
-            content = json.loads(row.content)
-            if row.kind == "user":
-                content = [self._context(row.turn, row.created_at), *content]
-            turn = kept.turns.setdefault(row.turn, _Turn())
-            turn.size += len(row.content)
-            turn.messages.append(_Message(row.kind, content))
-            kept.last_id = max(kept.last_id, row.id)
+        turns, context = kept.turns, self._context
+        # One parse of all the rows' JSON: thousands of json.loads calls cost twice as much.
+        contents = json.loads(f"[{','.join(row[3] for row in rows)}]")
+        for (_, number, kind, text, created_at), content in zip(rows, contents, strict=True):
+            if kind == "user":
+                content = [context(number, created_at), *content]
+            turn = turns.get(number)
+            if turn is None:
+                turn = turns[number] = _Turn()
+            turn.add(_Message(kind, content), len(text))
+        if rows:
+            kept.last_id = max(kept.last_id, max(row[0] for row in rows))
 
     def _choose(self, kept: _Kept, current_turn: int, budget_chars: int) -> list[int] | None:
         """Turn numbers to send, oldest first; None if the budget wants turns not kept."""
@@ -227,3 +264,14 @@ class HistoryCache:
                 return None
         chosen.reverse()
         return chosen
+
+
+def _joined(turns: list[_Turn]) -> list[dict[str, Any]]:
+    """The API messages of ``turns``: each turn's own, kept between calls, joined where every
+    earlier turn is closed (the usual case); converted together where one is not."""
+    if not turns:
+        return []
+    *earlier, last = [turn.api() for turn in turns]
+    if all(_closed(api) for api in earlier) and (not last or last[0]["role"] == "user"):
+        return [message for api in (*earlier, last) for message in api]
+    return to_api_messages([message for turn in turns for message in turn.messages])

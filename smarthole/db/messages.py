@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-import operator
 import sqlite3
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..formats import parse_time
 from .connection import Database
@@ -19,14 +17,9 @@ _HISTORY = (
 )
 
 
-class HistoryRow(NamedTuple):
-    """One message of the API history as stored: ``content`` is its JSON, unparsed."""
-
-    id: int
-    turn: int
-    kind: str
-    content: str
-    created_at: str
+# One message of the API history as stored: (id, turn, kind, content JSON, created_at).
+# Plain tuples, not a named type: a reload reads thousands of them.
+HistoryRow = tuple[int, int, str, str, str]
 
 
 class MessageTables(Database):
@@ -86,8 +79,11 @@ class MessageTables(Database):
 
     def history_rows(self, conversation_id: str, *, after_id: int) -> list[HistoryRow]:
         """The API-history rows stored after row ``after_id``, oldest first."""
-        rows = self.query(f"{_HISTORY} AND id > ? ORDER BY id", (conversation_id, after_id))
-        return [HistoryRow(*row) for row in rows]
+        with self._lock:
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples: this is read on every model call
+            cursor.execute(f"{_HISTORY} AND id > ? ORDER BY id", (conversation_id, after_id))
+            return cursor.fetchall()
 
     def history_tail(
         self, conversation_id: str, *, current_turn: int, budget_chars: int
@@ -99,22 +95,27 @@ class MessageTables(Database):
         Reads backwards, so the cost follows the budget, not the conversation's length.
         """
         kept: list[HistoryRow] = []
-        spent = 0
-        full = older = False
+        spent = size = 0
+        turn = None
+        older = False
         with self._lock:
-            cursor = self._db.execute(
+            cursor = self._db.cursor()
+            cursor.row_factory = None
+            cursor.execute(
                 f"{_HISTORY} AND turn <= ? ORDER BY turn DESC, id DESC",
                 (conversation_id, current_turn),
             )
-            for turn, rows in itertools.groupby(cursor, key=operator.itemgetter(1)):
-                if full:
-                    older = True
-                    break
-                batch = [HistoryRow(*row) for row in rows]
-                size = sum(len(row.content) for row in batch)
-                full = turn != current_turn and spent + size > budget_chars
-                spent += size
-                kept.extend(batch)
+            for row in cursor:  # a plain loop: this runs over thousands of rows on a reload
+                if row[1] != turn:
+                    if turn is not None:
+                        full = turn != current_turn and spent + size > budget_chars
+                        spent += size
+                        if full:  # that turn was the last to read
+                            older = True
+                            break
+                    turn, size = row[1], 0
+                size += len(row[3])
+                kept.append(row)
             cursor.close()
         kept.reverse()
         return kept, older

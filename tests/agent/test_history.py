@@ -89,7 +89,7 @@ def test_turns_out_of_the_budget_are_forgotten_and_read_again_if_wanted(store):
         say(store, conversation, turn, "x" * 100)
     counting = CountingStore(store)
     cache = HistoryCache(counting, turn_context)
-    size = len(store.history_rows(conversation.id, after_id=0)[0].content)
+    size = len(store.history_rows(conversation.id, after_id=0)[0][3])
     small = cache.window(conversation.id, current_turn=5, budget_chars=2 * size)
     assert len(small.messages) == 1, "consecutive user turns are one API message"
     assert (small.earlier_chars, small.current_chars) == (size, size)

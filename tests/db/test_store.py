@@ -144,19 +144,18 @@ def test_the_history_tail_reads_whole_turns_back_to_the_first_that_does_not_fit(
     for n in range(1, 6):
         start(store, conversation, f"m{n}", "x" * 100)
         store.append_message(conversation.id, n, "assistant", "assistant", text("y" * 100))
-    size = len(store.history_rows(conversation.id, after_id=0)[0].content)
+    size = len(store.history_rows(conversation.id, after_id=0)[0][3])
 
     def turns(budget):
         rows, older = store.history_tail(conversation.id, current_turn=5, budget_chars=budget)
-        return sorted({row.turn for row in rows}), older
+        return sorted({row[1] for row in rows}), older
 
     assert turns(4 * size) == ([3, 4, 5], True), "turn 3 is where the budget ends"
     assert turns(10**9) == ([1, 2, 3, 4, 5], False)
     assert turns(1) == ([4, 5], True), "the current turn always, and the boundary"
-    new = store.history_rows(
-        conversation.id, after_id=store.history_rows(conversation.id, after_id=0)[-2].id
-    )
-    assert [(row.turn, row.kind) for row in new] == [(5, "assistant")]
+    last_but_one = store.history_rows(conversation.id, after_id=0)[-2][0]
+    new = store.history_rows(conversation.id, after_id=last_but_one)
+    assert [(row[1], row[2]) for row in new] == [(5, "assistant")]
 
 
 def test_a_pinned_title_is_never_overwritten(store):
