@@ -144,7 +144,8 @@ class Bridge:
                 await asyncio.wait_for(self._stopping.wait(), delay)
 
     async def _session_until_stopped(self) -> tuple[bool, str]:
-        """A session; a stop while connecting cancels it, a stop once serving ends it cleanly."""
+        """A session; a stop while connecting cancels it, a stop once registered ends it
+        cleanly."""
         assert self._stopping is not None
         self._serving = False
         session = asyncio.create_task(self._session())
@@ -172,9 +173,10 @@ class Bridge:
                 self.identity.url, proxy=None, open_timeout=10, close_timeout=3
             ) as ws:
                 client_id = await self._register(ws)
-                registered = True
+                # Registered is connected: a stop from here on ends the session cleanly (a
+                # 1001 close and bridge_disconnected), even while the state is being written.
+                registered = self._serving = True
                 await self._connected(client_id)
-                self._serving = True
                 return True, await self._serve(ws)
         except RegistrationRefused as exc:
             return registered, str(exc)

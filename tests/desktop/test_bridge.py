@@ -16,7 +16,7 @@ import pytest
 from smarthole.config import parse_config
 from smarthole.db.outbox import OutboxItem
 from smarthole.desktop import plugin
-from smarthole.desktop.connection import backoff_ms
+from smarthole.desktop.connection import Bridge, backoff_ms
 from smarthole.desktop.records import BridgeRecords
 from smarthole.errors import ConfigError
 from smarthole.formats import utc_now
@@ -253,6 +253,25 @@ def test_the_status_says_disabled_when_the_bridge_is_off(home, capsys):
 
 
 def test_shutdown_tells_the_desktop_and_records_why(home, desktop, bridge):
+    app = bridge()
+    desktop.wait_registered()
+    app.plugins.notify("shutdown", app=app)
+    assert events(home, "bridge_disconnected") == [{"reason": "smarthole is stopping"}]
+    wait_for(lambda: desktop.close_codes == [1001], message="a 1001 close")
+
+
+def test_a_stop_just_after_registration_still_ends_the_session_cleanly(
+    home, desktop, bridge, monkeypatch
+):
+    """Registered is connected: a stop while the connected state is being written is a
+    clean disconnect, not a cancelled connection attempt (this raced under load)."""
+    record_connected = Bridge._record_connected
+
+    def slow_to_record(self, client_id):
+        wait_for(lambda: self._stopping.is_set(), message="the stop")
+        record_connected(self, client_id)
+
+    monkeypatch.setattr(Bridge, "_record_connected", slow_to_record)
     app = bridge()
     desktop.wait_registered()
     app.plugins.notify("shutdown", app=app)
