@@ -7,6 +7,7 @@ database and in files (fixed width keeps SQLite's text ordering right).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import tomllib
@@ -38,6 +39,11 @@ def dumps_toml(data: dict[str, Any]) -> str:
 # -- times -----------------------------------------------------------------------------------
 
 Clock = Callable[[], datetime]
+
+
+def compact_json(value: Any, **options: Any) -> str:
+    """JSON without the spaces after separators: what the store keeps, row after row."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), **options)
 
 
 def utc_now() -> datetime:

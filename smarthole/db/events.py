@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..formats import parse_time
+from ..formats import compact_json, parse_time
 
 if TYPE_CHECKING:
     from .records import Conversation
@@ -144,7 +144,7 @@ class EventLog:
                     channel,
                     turn,
                     message_id,
-                    json.dumps(data, ensure_ascii=False, default=str),
+                    compact_json(data, default=str),
                 ),
             )
             event = Event(

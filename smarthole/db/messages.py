@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
-from ..formats import parse_time
+from ..formats import compact_json, parse_time
 from .connection import Database
 from .records import StoredMessage
 
@@ -50,7 +49,7 @@ class MessageTables(Database):
                     turn,
                     role,
                     kind,
-                    json.dumps(content, ensure_ascii=False),
+                    compact_json(content),
                     tool_use_id,
                     now,
                 ),

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import LookupFailed
-from ..formats import iso, parse_time
+from ..formats import compact_json, iso, parse_time
 
 T = TypeVar("T")
 
@@ -171,7 +171,7 @@ class Message:
         }
         if self.agents is not None:
             data.update(agents=list(self.agents), max_turns=self.max_turns)
-        return json.dumps(data, ensure_ascii=False)
+        return compact_json(data)
 
     @classmethod
     def from_json(cls, text: str) -> Message:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..formats import new_id
+from ..formats import compact_json, new_id
 from .records import StoredMessage, from_row, like_prefix, unique_match
 
 if TYPE_CHECKING:
@@ -289,7 +289,7 @@ class Tasks:
                     agent_turn,
                     role,
                     kind,
-                    json.dumps(content, ensure_ascii=False),
+                    compact_json(content),
                     tool_use_id,
                     self.store.now(),
                 ),
