@@ -21,8 +21,9 @@ Rows, each beside its baseline (see benchlib/ for the details of each):
    ``SELECT content`` and SELECT + json.loads of the same rows.
 4. daemon CPU per single-turn message (utime+stime from /proc, idle rate subtracted);
    baseline: the same request bodies replayed by a bare anthropic streaming loop.
-5. RSS (VmRSS) idle after ready, after 1,000 and 10,000 messages (quick: 1,000); baseline
-   a process that only imports anthropic.
+5. RSS (VmRSS) idle after ready and after 1,000 messages, and of the backlog daemon of row 2
+   once it has answered its 10,000 (quick: 1,000); baseline a process that only imports
+   anthropic.
 6. DB size of the 10,000 x 200-char conversation (WAL checkpointed) vs a raw table.
 7. prompt cache, from the fake's request log of a 20-turn conversation with tool loops:
    reuse between consecutive calls of a tool loop and between turns (benchlib/cache.py
@@ -72,11 +73,14 @@ class Sizes:
     turns: int = 20
 
 
-FULL = Sizes(400, 10_000, 300.0, 3, 10_000, 200, 10, 1_000, (1_000, 10_000))
+FULL = Sizes(400, 10_000, 300.0, 3, 10_000, 200, 10, 1_000, (1_000,))
 QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,))
 
 
-def measure(part: str, sizes: Sizes, root: Path, fake: FakeMessagesAPI) -> list[Row]:
+def measure(
+    part: str, sizes: Sizes, root: Path, fake: FakeMessagesAPI, shared: dict[str, Any]
+) -> list[Row]:
+    """The rows of one part; ``shared`` carries the backlog daemon's RSS to the costs rows."""
     fake.reset()
     fake.default = echo()
     runs: dict[str, Callable[[], list[Row]]] = {
@@ -91,11 +95,20 @@ def measure(part: str, sizes: Sizes, root: Path, fake: FakeMessagesAPI) -> list[
             sizes.reload_repeats,
         ),
         "costs": lambda: costs_rows(
-            root, fake, sizes.cpu_messages, list(sizes.rss_marks), sizes.channels
+            root,
+            fake,
+            sizes.cpu_messages,
+            list(sizes.rss_marks),
+            sizes.channels,
+            after_backlog=shared.get("backlog"),
         ),
         "cache": lambda: cache_rows(root, fake, sizes.turns),
     }
-    return runs[part]()
+    rows = runs[part]()
+    if part == "backlog":
+        detail = rows[0].detail
+        shared["backlog"] = (detail["replies_at_rss"], detail["rss_after_mib"])
+    return rows
 
 
 def load() -> str:
@@ -141,13 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": {},
     }
     rows: list[Row] = []
+    shared: dict[str, Any] = {}
     started = time.perf_counter()
     with FakeMessagesAPI() as fake:
         for part in parts:
             at = time.perf_counter()
             print(f"[bench] {part}...", file=sys.stderr, flush=True)
             try:
-                rows += measure(part, sizes, root, fake)
+                rows += measure(part, sizes, root, fake, shared)
             except Exception as exc:  # one broken part must not hide the others' figures
                 print(f"[bench] {part} failed: {exc!r}", file=sys.stderr, flush=True)
                 rows.append(Row(f"{part}: FAILED ({type(exc).__name__}: {exc})", None, ""))

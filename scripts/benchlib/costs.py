@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -9,11 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from smarthole.home import Home
 from smarthole.testing import FakeMessagesAPI, echo
 
 from .adapters import message_file
-from .procs import child_result, cpu_seconds, daemon, make_home, poll_until, replies, rss_mib
+from .procs import Replies, child_result, cpu_seconds, daemon, make_home, rss_mib
 from .procs import wait_ready as wait_until_ready
 from .report import Row
 
@@ -29,10 +29,6 @@ def feed(home_root: Path, start: int, count: int, channels: int) -> None:
         data = message_file(f"ping {n}", message_id=f"m{n:06d}", channel=f"c{n % channels}")
         (staging / name).write_bytes(data)
         os.rename(staging / name, inbox / name)
-
-
-def wait_replies(home: Home, count: int) -> None:
-    poll_until(lambda: replies(home) >= count, 300, interval=0.01)
 
 
 def minimal(body: dict[str, Any], n: int) -> dict[str, Any]:
@@ -52,7 +48,12 @@ def sdk_loop(path: Path, url: str, bodies: list[dict[str, Any]]) -> dict[str, An
 
 
 def costs_rows(
-    root: Path, fake: FakeMessagesAPI, cpu_messages: int, marks: list[int], channels: int
+    root: Path,
+    fake: FakeMessagesAPI,
+    cpu_messages: int,
+    marks: list[int],
+    channels: int,
+    after_backlog: tuple[int, float] | None = None,
 ) -> list[Row]:
     """Run ``max(marks)`` single-turn messages through one daemon, CHUNK at a time.
 
@@ -61,17 +62,21 @@ def costs_rows(
     anthropic streaming loop in its own process, as many calls as the daemon made, each a
     one-line request; also the daemon's own request bodies replayed by that loop (so the
     ratio can be split into "bigger requests" and "the daemon's own work").
+
+    ``after_backlog`` is (messages answered, RSS) of the backlog daemon of row 2 once it has
+    drained: the "after 10,000 messages" figure comes from there, so the full run does not
+    push 10,000 messages through two daemons (it would take over 10 minutes).
     """
     home = make_home(root / "costs")
     fake.reset()
     fake.default = echo()
     rss: dict[int, float] = {}
-    with daemon(home, fake.url) as process:
+    with daemon(home, fake.url) as process, contextlib.closing(Replies(home)) as answered_so_far:
         pid = process.pid
         wait_until_ready(home, process)
         rss[0] = rss_mib(pid)
         feed(home.root, 0, 1, channels)  # warm-up: lazy imports, the first connection
-        poll_until(lambda: replies(home) >= 1, 30)
+        answered_so_far.wait_for(1, 30)
         before, at = cpu_seconds(pid), time.perf_counter()
         time.sleep(IDLE_WINDOW)  # a measuring window, not a synchronization
         idle_rate = (cpu_seconds(pid) - before) / (time.perf_counter() - at)
@@ -85,7 +90,7 @@ def costs_rows(
                 count = min(CHUNK, mark - (answered - 1))
                 feed(home.root, answered, count, channels)
                 answered += count
-                wait_replies(home, answered)
+                answered_so_far.wait_for(answered, 300)
                 if cpu:
                     fake.reset()  # the fake keeps every request; do not let the bench grow
             if mark == cpu_messages:
@@ -149,6 +154,20 @@ def costs_rows(
                 "idle",
                 goal="<= idle + 8 MiB" if mark == 10_000 else "",
                 max_value=rss[0] + 8 if mark == 10_000 else None,
+            )
+        )
+    if after_backlog is not None:
+        answered, mib = after_backlog
+        big = answered >= 10_000
+        rows.append(
+            Row(
+                f"RSS after {answered:,} messages (the backlog daemon)",
+                mib,
+                "MiB",
+                rss[0],
+                "idle",
+                goal="<= idle + 8 MiB" if big else "",
+                max_value=rss[0] + 8 if big else None,
             )
         )
     return rows

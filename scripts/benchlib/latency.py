@@ -16,12 +16,14 @@ from .procs import (
     IN_DELETE,
     IN_MOVED_FROM,
     FolderEvents,
+    Replies,
     Timeout,
     child,
     daemon,
     make_home,
     poll_until,
     replies,
+    rss_mib,
     wait_ready,
 )
 from .report import Row, percentile
@@ -89,7 +91,7 @@ def daemon_pickup(root: Path, url: str, times: list[float]) -> dict[str, Any]:
         poll_until(lambda: replies(home) >= 1, 30)
         result = arrive(home.inbox, staging, times, "bench")
         result["warm_up_seconds"] = warm["max"]
-        poll_until(lambda: replies(home) >= len(times) + 1, 60, interval=0.05)
+        poll_until(lambda: replies(home) >= len(times) + 1, 60, interval=0.02)
     return result
 
 
@@ -197,11 +199,15 @@ def backlog_rows(
 
         poll_until(first_reply, 120)
         first = time.perf_counter() - spawned
+        answered = Replies(home)
         try:
-            poll_until(lambda: replies(home) >= count, drain_timeout, interval=0.1)
+            answered.wait_for(count, drain_timeout)
             drained: float | None = time.perf_counter() - spawned
         except Timeout:
             drained = None
+        finally:
+            answered.close()
+        rss_after = rss_mib(process.pid)  # the RSS row "after 10,000 messages" (see costs.py)
     order = channel_order(home.database)
     ready = []
     for run in range(ready_runs):
@@ -215,6 +221,8 @@ def backlog_rows(
         "ready_with_backlog_s": found["ready"] - backlog_spawned if "ready" in found else None,
         "drained_s": drained,
         "drain_timeout_s": drain_timeout,
+        "replies_at_rss": len(answered.names),
+        "rss_after_mib": rss_after,
         "order": order,
         "ready_empty_runs_s": ready,
     }
