@@ -73,7 +73,7 @@ class Sizes:
     turns: int = 20
 
 
-FULL = Sizes(400, 10_000, 300.0, 3, 10_000, 200, 10, 1_000, (1_000,))
+FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,))
 QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,))
 
 
@@ -107,7 +107,7 @@ def measure(
     rows = runs[part]()
     if part == "backlog":
         detail = rows[0].detail
-        shared["backlog"] = (detail["replies_at_rss"], detail["rss_after_mib"])
+        shared["backlog"] = (detail["files"], detail["replies_at_rss"], detail["rss_after_mib"])
     return rows
 
 
