@@ -9,6 +9,7 @@ asked, 800 answered. The fake's request log is then read with the arithmetic of
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import statistics
@@ -94,7 +95,8 @@ def conversation(root: Path, fake: FakeMessagesAPI, turns: int) -> tuple[list[An
             staged = home.root / ".staging" / name
             staged.write_bytes(message_file(body, message_id=f"turn{turn}", channel="cache"))
             staged.rename(home.inbox / name)
-            poll_until(lambda turn=turn: replies(home) >= turn, 60, interval=0.005)
+            answered = functools.partial(lambda n: replies(home) >= n, turn)
+            poll_until(answered, 60, interval=0.005)
     return fake.requests, script
 
 
