@@ -1,120 +1,189 @@
-"""Benchmarks with printed numbers (no pass/fail): pickup latency and per-message costs.
+"""Benchmark every goal of issue 13 against a baseline measured in the same run.
 
-    python scripts/bench.py [--messages 200]
+    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,history,costs,cache]
 
-1. Pickup latency: a real `smarthole run` subprocess watches the inbox; each message is
-   renamed into inbox/ and the clock stops when the daemon has claimed it (the file is gone
-   from inbox/). Also the time to the final reply, against the fake model on 127.0.0.1.
-2. Storing a message: the cost of appending one message row to a conversation that already
-   holds 10, 1,000 and 20,000 turns (it should not grow with the length).
-3. Building the model's history for a turn, for the same conversation lengths (bounded by the
-   history budget, so it should not grow either).
+Opt-in (never part of the test suite); exits 0 whatever the figures: the table says, for
+each row, whether its goal is met. ``--quick`` runs small sizes in under 2 minutes;
+the full run takes about 10. Nothing else heavy should run at the same time.
+
+Rows, each beside its baseline (see benchlib/ for the details of each):
+
+1. pickup p50/p99: a file renamed into inbox/ of a real ``python -m smarthole run`` (fake
+   Messages API on 127.0.0.1, titles off) until it left inbox/ (claimed), read with raw
+   inotify so the bench adds no delay. Arrivals are open-loop, 20-80 ms apart. Baselines: a
+   bare watchdog Observer in a subprocess that claims the same way, with watchdog's default
+   move pairing and with it off (InotifyMoveEventGrouper.delay = 0), on the same schedule.
+2. first reply with N files (10,000; quick 1,000) over 10 channels waiting at start: spawn
+   -> first file in outbox/; baseline spawn -> ``ready`` in daemon.json with an empty inbox.
+   Then whether each channel's turns began in file order (the drain).
+3. history in a 10,000-message conversation built through the store's API: the build a turn
+   does before each model call at the default budget, and a full reload; baselines raw
+   ``SELECT content`` and SELECT + json.loads of the same rows.
+4. daemon CPU per single-turn message (utime+stime from /proc, idle rate subtracted);
+   baseline: the same request bodies replayed by a bare anthropic streaming loop.
+5. RSS (VmRSS) idle after ready and after 1,000 messages, and of the backlog daemon of row 2
+   once it has answered its 10,000 (quick: 1,000); baseline a process that only imports
+   anthropic.
+6. DB size of the 10,000 x 200-char conversation (WAL checkpointed) vs a raw table.
+7. prompt cache, from the fake's request log of a 20-turn conversation with tool loops:
+   reuse between consecutive calls of a tool loop and between turns (benchlib/cache.py
+   documents the arithmetic), and whether retried requests are byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
+import platform
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from smarthole.db.store import Store
-from smarthole.formats import dumps_toml, utc_now
-from smarthole.fsutil import atomic_write
-from smarthole.home import Home
-from smarthole.pipeline.message import render_message_file
+from benchlib.adapters import random_texts
+from benchlib.cachebench import cache_rows
+from benchlib.costs import costs_rows
+from benchlib.latency import backlog_rows, pickup_rows
+from benchlib.report import Row, markdown, save_json, table
+from benchlib.storage import storage_rows
+
+from smarthole import __version__
 from smarthole.testing import FakeMessagesAPI, echo
 
-
-def percentiles(samples: list[float]) -> str:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return (
-        f"p50 {at(0.5):7.2f} ms   p90 {at(0.9):7.2f} ms   p99 {at(0.99):7.2f} ms   "
-        f"max {ordered[-1] * 1000:7.2f} ms   (n={len(ordered)})"
-    )
+PARTS = ("pickup", "backlog", "history", "costs", "cache")
 
 
-def bench_pickup(root: Path, messages: int) -> None:
-    home = Home(root / "pickup")
-    home.ensure()
-    home.config_file.write_text(dumps_toml({"titles": {"enabled": False}}))
-    pickup, reply = [], []
-    with FakeMessagesAPI() as fake:
-        fake.default = echo()
-        env = {**os.environ, "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": fake.url}
-        log = root / "daemon.log"
-        with log.open("w") as sink:  # a file, not a pipe: an undrained pipe would stall it
-            daemon = subprocess.Popen(
-                [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)],
-                env=env,
-                stderr=sink,
-            )
-        try:
-            while "is watching" not in log.read_text():
-                time.sleep(0.01)
-            for n in range(messages):
-                name = f"bench-{n:05d}.md"
-                staging = home.root / f".{name}.tmp"
-                atomic_write(staging, render_message_file(f"ping {n}", id=f"b{n}"))
-                start = time.perf_counter()
-                os.rename(staging, home.inbox / name)
-                while (home.inbox / name).exists():
-                    pass
-                pickup.append(time.perf_counter() - start)
-                while len(fake.requests) <= n or not any(home.outbox.glob("*")):
-                    time.sleep(0.0005)
-                while len(list(home.outbox.glob("*.md"))) <= n:
-                    time.sleep(0.0005)
-                reply.append(time.perf_counter() - start)
-        finally:
-            daemon.terminate()
-            daemon.wait(timeout=30)
-    print(f"pickup (rename into inbox/ -> claimed): {percentiles(pickup)}")
-    print(f"reply  (rename into inbox/ -> final outbox file, fake model): {percentiles(reply)}")
+@dataclass(frozen=True)
+class Sizes:
+    arrivals: int
+    backlog: int
+    drain_timeout: float
+    ready_runs: int
+    history_messages: int
+    history_repeats: int
+    reload_repeats: int
+    cpu_messages: int
+    rss_marks: tuple[int, ...]
+    channels: int = 10
+    turns: int = 20
 
 
-def bench_store(root: Path) -> None:
-    store = Store.open(root / "store.db", clock=utc_now)
-    block = [{"type": "text", "text": "x" * 400}]
-    for length in (10, 1_000, 20_000):
-        conversation = store.create_conversation(f"c{length}")
-        with store.transaction() as db:  # `length` earlier turns, one message each
-            for turn in range(length):
-                number = store.start_turn(db, conversation.id, f"m{length}-{turn}")
-                store.append_message(conversation.id, number, "user", "user", block, db=db)
-        appends = []
-        for _ in range(200):
-            start = time.perf_counter()
-            store.append_message(conversation.id, number, "assistant", "assistant", block)
-            appends.append(time.perf_counter() - start)
-        histories = []
-        for _ in range(50):
-            start = time.perf_counter()
-            store.recent_history(conversation.id, current_turn=number, budget_chars=240_000)
-            histories.append(time.perf_counter() - start)
-        print(
-            f"conversation of {length:6d} turns: store one message "
-            f"{statistics.median(appends) * 1000:6.2f} ms (median, fsync'd commit); "
-            f"build history {statistics.median(histories) * 1000:6.2f} ms"
+FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,))
+QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,))
+
+
+def measure(
+    part: str, sizes: Sizes, root: Path, fake: FakeMessagesAPI, shared: dict[str, Any]
+) -> list[Row]:
+    """The rows of one part; ``shared`` carries the backlog daemon's RSS to the costs rows."""
+    fake.reset()
+    fake.default = echo()
+    runs: dict[str, Callable[[], list[Row]]] = {
+        "pickup": lambda: pickup_rows(root, fake.url, sizes.arrivals, seed=13),
+        "backlog": lambda: backlog_rows(
+            root, fake.url, sizes.backlog, sizes.channels, sizes.drain_timeout, sizes.ready_runs
+        ),
+        "history": lambda: storage_rows(
+            root,
+            random_texts(sizes.history_messages, 200),
+            sizes.history_repeats,
+            sizes.reload_repeats,
+        ),
+        "costs": lambda: costs_rows(
+            root,
+            fake,
+            sizes.cpu_messages,
+            list(sizes.rss_marks),
+            sizes.channels,
+            after_backlog=shared.get("backlog"),
+        ),
+        "cache": lambda: cache_rows(root, fake, sizes.turns),
+    }
+    rows = runs[part]()
+    if part == "backlog":
+        detail = rows[0].detail
+        shared["backlog"] = (detail["files"], detail["replies_at_rss"], detail["rss_after_mib"])
+    return rows
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            check=False,
         )
-    store.close()
+    except OSError:
+        return "?"
+    return done.stdout.strip() or "?"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=200)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="smarthole-bench-") as folder:
-        bench_pickup(Path(folder), args.messages)
-        bench_store(Path(folder))
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
+    parser.add_argument("--json", type=Path, help="where to write the JSON (default: run folder)")
+    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run")
+    parser.add_argument("--keep", action="store_true", help="keep the run folder")
+    parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+    args = parser.parse_args(argv)
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    sizes = QUICK if args.quick else FULL
+    root = Path(tempfile.mkdtemp(prefix="smarthole-bench-"))
+    meta: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "commit": commit(),
+        "version": __version__,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_before": load(),
+        "sizes": sizes.__dict__,
+        "seconds": {},
+    }
+    rows: list[Row] = []
+    shared: dict[str, Any] = {}
+    started = time.perf_counter()
+    with FakeMessagesAPI() as fake:
+        for part in parts:
+            at = time.perf_counter()
+            print(f"[bench] {part}...", file=sys.stderr, flush=True)
+            try:
+                rows += measure(part, sizes, root, fake, shared)
+            except Exception as exc:  # one broken part must not hide the others' figures
+                print(f"[bench] {part} failed: {exc!r}", file=sys.stderr, flush=True)
+                rows.append(Row(f"{part}: FAILED ({type(exc).__name__}: {exc})", None, ""))
+            meta["seconds"][part] = round(time.perf_counter() - at, 1)
+    meta["seconds"]["total"] = round(time.perf_counter() - started, 1)
+    meta["load_after"] = load()
+    path = args.json or root / "bench.json"
+    save_json(path, rows, meta)
+    print(table(rows))
+    if args.markdown:
+        print()
+        print(markdown(rows))
+    print(
+        f"\n{meta['mode']} run of {meta['commit']} in {meta['seconds']['total']:.0f}s; "
+        f"load {meta['load_before']} -> {meta['load_after']}; JSON: {path}"
+    )
+    if not args.keep:  # the homes go; the JSON stays
+        for entry in root.iterdir():
+            if entry.resolve() != path.resolve():
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        if not any(root.iterdir()):
+            root.rmdir()
     return 0
 
 

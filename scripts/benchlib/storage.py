@@ -1,0 +1,149 @@
+"""Rows 3 and 6: history building in a long conversation, and the database's size."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from smarthole.agent.prompts import CONTEXT_OPEN
+
+from .adapters import (
+    build_history,
+    default_budget_chars,
+    fill_conversation,
+    history_cache,
+    open_store,
+)
+from .report import Row
+
+ROWS_SQL = "SELECT content FROM messages WHERE conversation_id = ? ORDER BY turn, id"
+NEWEST_SQL = (
+    "SELECT content FROM messages WHERE conversation_id = ? ORDER BY turn DESC, id DESC LIMIT ?"
+)
+
+
+def median_seconds(work: Callable[[], Any], repeats: int) -> float:
+    """The median wall time of ``work`` over ``repeats`` runs, after one unmeasured run."""
+    work()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def file_size(database: Path) -> int:
+    """Bytes of the database after a WAL checkpoint (plus any WAL left)."""
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    wal = database.with_name(database.name + "-wal")
+    return database.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def raw_size(path: Path, texts: list[str]) -> int:
+    """Bytes of a plain SQLite table holding ``texts`` and nothing else."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE texts (text TEXT NOT NULL)")
+        db.executemany("INSERT INTO texts (text) VALUES (?)", ((t,) for t in texts))
+    db.close()
+    return path.stat().st_size
+
+
+def storage_rows(root: Path, texts: list[str], repeats: int, reload_repeats: int) -> list[Row]:
+    """Rows 3 and 6 on one conversation of ``len(texts)`` text messages (two a turn)."""
+    database = root / "history" / "smarthole.db"
+    store = open_store(database)
+    started = time.perf_counter()
+    conversation, last = fill_conversation(store, texts)
+    filled = time.perf_counter() - started
+    budget = default_budget_chars()
+    kept = sum(  # stored rows in the budget: each turn's context block is not one
+        not str(block.get("text", "")).startswith(CONTEXT_OPEN)
+        for message in build_history(store, conversation, last, budget)
+        for block in message["content"]
+    )
+    warm = history_cache(store)
+    per_call = median_seconds(
+        lambda: build_history(store, conversation, last, budget, warm), repeats
+    )
+    cold = median_seconds(lambda: build_history(store, conversation, last, budget), repeats)
+    everything = 10**15
+    reload = median_seconds(
+        lambda: build_history(store, conversation, last, everything), reload_repeats
+    )
+    raw = sqlite3.connect(database)
+    try:
+        select_all = median_seconds(
+            lambda: raw.execute(ROWS_SQL, (conversation,)).fetchall(), reload_repeats
+        )
+        loads_all = median_seconds(
+            lambda: [json.loads(c) for (c,) in raw.execute(ROWS_SQL, (conversation,))],
+            reload_repeats,
+        )
+        loads_kept = median_seconds(
+            lambda: [json.loads(c) for (c,) in raw.execute(NEWEST_SQL, (conversation, kept))],
+            repeats,
+        )
+    finally:
+        raw.close()
+    store.close()
+    stored = file_size(database)
+    plain = raw_size(root / "history" / "raw.db", texts)
+    ms = 1000
+    detail = {
+        "messages": len(texts),
+        "chars_each": len(texts[0]) if texts else 0,
+        "budget_chars": budget,
+        "blocks_in_budgeted_history": kept,
+        "repeats": repeats,
+        "reload_repeats": reload_repeats,
+        "fill_seconds": filled,
+        "select_ms": select_all * ms,
+        "select_json_loads_ms": loads_all * ms,
+    }
+    return [
+        Row(
+            f"history build per model call, {len(texts):,}-message conversation, default budget",
+            per_call * ms,
+            "ms",
+            loads_kept * ms,
+            "SELECT + json.loads of the kept rows",
+            goal="<= 2 ms",
+            max_value=2.0,
+            detail=detail,
+        ),
+        Row(
+            "same, the first call of a daemon's life (nothing kept yet)",
+            cold * ms,
+            "ms",
+            loads_kept * ms,
+            "SELECT + json.loads of the kept rows",
+        ),
+        Row(
+            f"reload {len(texts):,} messages -> API history",
+            reload * ms,
+            "ms",
+            loads_all * ms,
+            "SELECT + json.loads",
+            goal="<= 1.5x",
+            max_ratio=1.5,
+        ),
+        Row(f"raw SELECT of {len(texts):,} messages", select_all * ms, "ms"),
+        Row(
+            f"DB size, {len(texts):,} x {detail['chars_each']}-char messages",
+            stored / 2**20,
+            "MiB",
+            plain / 2**20,
+            "raw table of the texts",
+            goal="<= 1.5x",
+            max_ratio=1.5,
+            detail={"store_bytes": stored, "raw_bytes": plain},
+        ),
+    ]
