@@ -187,7 +187,9 @@ def event(event: Event) -> None:
 def extend_system_prompt(conversation: Conversation, message: Message) -> str | None:
     """Add a section to the system prompt of a turn.
 
-    Every non-empty string returned is appended, after the built-in sections.
+    Every non-empty string returned is appended, after the built-in sections of the
+    conversation's system block, which the prompt cache reuses turn after turn: return the
+    same text for the same conversation where you can.
 
     :param conversation: the conversation the turn belongs to.
     :param message: the inbox message being answered.
