@@ -173,6 +173,13 @@ class _Kept:
     turns: dict[int, _Turn]  # by number, ascending
     older: bool  # turns before the first kept one exist in the store
 
+    def size(self) -> int:
+        return sum(turn.size for turn in self.turns.values())
+
+
+KEEP_BUDGETS = 2
+"""The history kept for all conversations together, in history budgets (stored characters)."""
+
 
 class HistoryCache:
     """The API history of recent conversations, kept between model calls and turns.
@@ -180,7 +187,9 @@ class HistoryCache:
     A conversation's messages are only ever appended (it is deleted whole), so its history is
     read and parsed once, and after that only its new rows: the cost of a model call's history
     follows what is new, not the conversation's length. Turns that fell out of the budget are
-    forgotten; a later call that wants them (a larger budget after a reload) reads again.
+    forgotten; a later call that wants them (a larger budget after a reload) reads again. The
+    least recently used conversations go when more than ``conversations`` are kept, or more
+    than ``KEEP_BUDGETS`` budgets of history in all.
     """
 
     def __init__(
@@ -210,7 +219,12 @@ class HistoryCache:
                 kept = self._load(conversation_id, current_turn, budget_chars)
                 chosen = self._choose(kept, current_turn, budget_chars) or []
             self._kept[conversation_id] = kept
-            while len(self._kept) > self._limit:
+            # Memory follows the budget, not the number of conversations: a few long ones
+            # or many short ones.
+            while len(self._kept) > 1 and (
+                len(self._kept) > self._limit
+                or sum(k.size() for k in self._kept.values()) > KEEP_BUDGETS * budget_chars
+            ):
                 self._kept.popitem(last=False)
             turns = [kept.turns[n] for n in chosen]
             current = kept.turns.get(current_turn, _Turn())

@@ -47,6 +47,8 @@ class TurnSession(Protocol):
 
 @dataclass(frozen=True)
 class TurnOutcome:
+    """How a turn ended: the reply's text, and a note when the loop cut it short."""
+
     text: str
     note: str | None = None
 

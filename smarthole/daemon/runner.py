@@ -67,6 +67,7 @@ class Daemon:
         self.extra_plugins = list(extra_plugins)
         self.clock = clock
         self.handle_signals = handle_signals
+        self._settled = threading.Event()  # start-up's and the first message's objects frozen
         self.follow_log_level = follow_log_level  # [daemon] log_level, unless --log-level
         self.notifier = Notifier(self.env)
         self.state: DaemonState | None = None
@@ -337,6 +338,9 @@ class Daemon:
                 ):
                     outcome = runtime.processor.process(entry)
                     logger.debug("message %s: %s", entry.id, outcome)
+                if self.handle_signals and not self._settled.is_set():
+                    self._settled.set()  # the first model call imported the rest of the SDK
+                    gc.freeze()
             except Exception:
                 logger.exception("worker failed on message %s; retrying shortly", entry.id)
                 self.stop_event.wait(WORKER_BACKOFF_SECONDS)  # no hot loop on a lasting fault

@@ -132,31 +132,15 @@ class EventLog:
         """Store an event (inside ``db``'s transaction when given) and notify plugins."""
         assert type in EVENT_TYPES, type
         at = self.store.now()
+        where = place(conversation, channel, turn, message_id)
         with self.store.transaction() as connection:
-            target = db or connection
-            cursor = target.execute(
+            assert db in (None, connection)  # a caller's transaction is the one joined
+            cursor = connection.execute(
                 "INSERT INTO events (type, at, conversation_id, channel, turn, message_id, data) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    type,
-                    at,
-                    conversation,
-                    channel,
-                    turn,
-                    message_id,
-                    compact_json(data, default=str),
-                ),
+                (type, at, *where.values(), compact_json(data, default=str)),
             )
-            event = Event(
-                type=type,
-                at=parse_time(at),
-                conversation=conversation,
-                channel=channel,
-                turn=turn,
-                message_id=message_id,
-                data=data,
-                id=cursor.lastrowid,
-            )
+            event = Event(type, parse_time(at), **where, data=data, id=cursor.lastrowid)
             if self.on_event is not None:
                 on_event = self.on_event
                 self.store.after_commit(lambda: on_event(event))

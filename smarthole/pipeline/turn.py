@@ -38,6 +38,8 @@ def derived_id(*parts: str) -> str:
 
 @dataclass
 class TurnRun:
+    """One attempt at one turn of a conversation, as the agent loop and the tools see it."""
+
     app: App
     events: EventLog
     outbox: Outbox

@@ -128,3 +128,14 @@ def test_the_breakpoint_marks_a_copy_of_the_last_block():
     assert marked[-1]["content"][-1] == {**shared, "cache_control": {"type": "ephemeral"}}
     assert shared == {"type": "text", "text": "Hello"} and messages[0]["content"] == [shared]
     assert with_breakpoint([]) == []
+
+
+def test_what_is_kept_in_all_is_bounded_by_the_budget(store):
+    conversations = [store.create_conversation(f"c{n}") for n in range(3)]
+    for conversation in conversations:
+        say(store, conversation, 1, "x" * 100)
+    size = len(store.history_rows(conversations[0].id, after_id=0)[0][3])
+    cache = HistoryCache(store, turn_context)
+    for conversation in conversations:
+        cache.window(conversation.id, current_turn=1, budget_chars=size)
+    assert list(cache._kept) == [c.id for c in conversations[1:]], "two budgets' worth"
