@@ -231,10 +231,6 @@ class HistoryCache:
             earlier = sum(turn.size for turn in turns) - current.size
             return Window(_joined(turns), earlier, current.size)
 
-    def forget(self, conversation_id: str) -> None:
-        with self._lock:
-            self._kept.pop(conversation_id, None)
-
     def _load(self, conversation_id: str, current_turn: int, budget_chars: int) -> _Kept:
         rows, older = self._rows.history_tail(
             conversation_id, current_turn=current_turn, budget_chars=budget_chars

@@ -174,6 +174,8 @@ class Inbox:
 
     def _admit(self, files: list[tuple[Path, str]]) -> list[Claim]:
         """Read and parse claimed files, then record the usable ones in one commit."""
+        if not files:
+            return []  # a look that found nothing commits nothing
         claims, parsed = [], []
         for claimed, name in files:
             try:
@@ -182,7 +184,8 @@ class Inbox:
                 claims.append(self._reject(claimed, name, str(exc)))
                 continue
             parsed.append((claimed, name, message, self._channel_for(message)))
-        with self.store.transaction():  # a duplicate's count and its event: one commit
+        # The batch's ledger rows, and each duplicate's count with its event: one commit.
+        with self.store.transaction():
             admissions = []
             for claimed, _, message, channel in parsed:
                 admission = self.ledger.admit(message, channel=channel, claimed_path=claimed)
