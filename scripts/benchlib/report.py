@@ -65,17 +65,20 @@ def number(value: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def cells(row: Row, *, no: str) -> tuple[str, str, str, str, str, str]:
+    """A row as the tables show it: metric, smarthole, baseline, ratio, goal, met?"""
+    baseline = number(row.baseline, row.unit) if row.baseline is not None else "-"
+    if row.baseline_name and row.baseline is not None:
+        baseline += f" ({row.baseline_name})"
+    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
+    met = {True: "yes", False: no, None: "-"}[row.met()]
+    return (row.metric, number(row.value, row.unit), baseline, ratio, row.goal, met)
+
+
 def table(rows: list[Row]) -> str:
     """A plain text table: metric, smarthole, baseline, ratio, goal, met?"""
     header = ("metric", "smarthole", "baseline", "ratio", "goal", "met?")
-    lines = [header]
-    for row in rows:
-        baseline = number(row.baseline, row.unit) if row.baseline is not None else "-"
-        if row.baseline_name and row.baseline is not None:
-            baseline += f" ({row.baseline_name})"
-        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
-        met = {True: "yes", False: "NO", None: "-"}[row.met()]
-        lines.append((row.metric, number(row.value, row.unit), baseline, ratio, row.goal, met))
+    lines = [header, *(cells(row, no="NO") for row in rows)]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = []
     for index, line in enumerate(lines):
@@ -88,16 +91,7 @@ def table(rows: list[Row]) -> str:
 def markdown(rows: list[Row]) -> str:
     """The same table in Markdown, for notes."""
     out = ["| metric | smarthole | baseline | ratio | goal | met? |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        baseline = number(row.baseline, row.unit) if row.baseline is not None else "-"
-        if row.baseline_name and row.baseline is not None:
-            baseline += f" ({row.baseline_name})"
-        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
-        met = {True: "yes", False: "**no**", None: "-"}[row.met()]
-        out.append(
-            f"| {row.metric} | {number(row.value, row.unit)} | {baseline} | {ratio} | "
-            f"{row.goal} | {met} |"
-        )
+    out.extend("| " + " | ".join(cells(row, no="**no**")) + " |" for row in rows)
     return "\n".join(out)
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from .prompts import EPHEMERAL
+
 if TYPE_CHECKING:
     from ..db.messages import HistoryRow
 
@@ -60,7 +62,7 @@ def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not messages or not messages[-1]["content"]:
         return messages
     last = messages[-1]
-    marked = {**last["content"][-1], "cache_control": {"type": "ephemeral"}}
+    marked = {**last["content"][-1], "cache_control": EPHEMERAL}
     return [*messages[:-1], {**last, "content": [*last["content"][:-1], marked]}]
 
 
@@ -172,9 +174,7 @@ class _Kept:
     last_id: int
     turns: dict[int, _Turn]  # by number, ascending
     older: bool  # turns before the first kept one exist in the store
-
-    def size(self) -> int:
-        return sum(turn.size for turn in self.turns.values())
+    size: int = 0  # stored characters of the kept turns
 
 
 KEEP_BUDGETS = 2
@@ -223,7 +223,7 @@ class HistoryCache:
             # or many short ones.
             while len(self._kept) > 1 and (
                 len(self._kept) > self._limit
-                or sum(k.size() for k in self._kept.values()) > KEEP_BUDGETS * budget_chars
+                or sum(k.size for k in self._kept.values()) > KEEP_BUDGETS * budget_chars
             ):
                 self._kept.popitem(last=False)
             turns = [kept.turns[n] for n in chosen]
@@ -250,6 +250,7 @@ class HistoryCache:
             if turn is None:
                 turn = turns[number] = _Turn()
             turn.add(_Message(kind, content), len(text))
+            kept.size += len(text)
         if rows:
             kept.last_id = max(kept.last_id, max(row[0] for row in rows))
 
@@ -264,7 +265,7 @@ class HistoryCache:
             if number != current_turn and spent + size > budget_chars:
                 gone = [n for n in kept.turns if n < number]  # out of the budget for good
                 for old in gone:
-                    del kept.turns[old]
+                    kept.size -= kept.turns.pop(old).size
                 kept.older = kept.older or bool(gone)
                 break
             spent += size

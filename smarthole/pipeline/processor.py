@@ -20,7 +20,7 @@ from ..agent.history import HistoryCache
 from ..agent.loop import TurnOutcome
 from ..agent.prompts import system_prompt, turn_context
 from ..conversations import Conversations
-from ..db.events import about
+from ..db.events import about, place
 from ..db.pending import PendingQuestion, PendingQuestions
 from ..db.records import Conversation
 from ..errors import (
@@ -157,13 +157,7 @@ class Processor:
             self.ledger.set_status(
                 entry.id, "in_progress", conversation_id=conversation.id, turn=number, db=db
             )
-            where: dict[str, Any] = {
-                "conversation": conversation.id,
-                "channel": conversation.channel,
-                "turn": number,
-                "message_id": entry.id,
-                "db": db,
-            }
+            where = {**place(conversation.id, conversation.channel, number, entry.id), "db": db}
             self.events.emit("message_received", **where, source_name=message.source_name)
             self.events.emit("turn_started", **where)
             self.events.emit(
