@@ -175,10 +175,20 @@ class _Kept:
     turns: dict[int, _Turn]  # by number, ascending
     older: bool  # turns before the first kept one exist in the store
     size: int = 0  # stored characters of the kept turns
+    count: int = 0  # stored messages of the kept turns
+
+    @property
+    def weight(self) -> int:
+        """About the bytes this history holds: its text, plus the objects around each message."""
+        return self.size + self.count * MESSAGE_BYTES
 
 
-KEEP_BUDGETS = 2
-"""The history kept for all conversations together, in history budgets (stored characters)."""
+KEEP_BYTES = 4 * 2**20
+"""About the memory the history of all kept conversations may hold together."""
+
+MESSAGE_BYTES = 1024
+"""The objects one kept message costs beyond its text: its row, its parsed blocks and its API
+message (measured: a turn of two short messages holds about 2 KiB)."""
 
 
 class HistoryCache:
@@ -188,8 +198,9 @@ class HistoryCache:
     read and parsed once, and after that only its new rows: the cost of a model call's history
     follows what is new, not the conversation's length. Turns that fell out of the budget are
     forgotten; a later call that wants them (a larger budget after a reload) reads again. The
-    least recently used conversations go when more than ``conversations`` are kept, or more
-    than ``KEEP_BUDGETS`` budgets of history in all.
+    least recently used conversations go when more than ``conversations`` are kept, or when
+    what is kept would hold more than about ``max_bytes``: memory follows that bound, not the
+    number or the length of the conversations (a miss costs one read of the budget's rows).
     """
 
     def __init__(
@@ -197,11 +208,13 @@ class HistoryCache:
         rows: HistoryRows,
         context: Callable[[int, str], dict[str, Any]],
         *,
-        conversations: int = 8,
+        conversations: int = 64,
+        max_bytes: int = KEEP_BYTES,
     ) -> None:
         self._rows = rows
         self._context = context  # the block a user message starts with, from its turn and time
         self._limit = conversations
+        self._max_bytes = max_bytes
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -219,11 +232,9 @@ class HistoryCache:
                 kept = self._load(conversation_id, current_turn, budget_chars)
                 chosen = self._choose(kept, current_turn, budget_chars) or []
             self._kept[conversation_id] = kept
-            # Memory follows the budget, not the number of conversations: a few long ones
-            # or many short ones.
             while len(self._kept) > 1 and (
                 len(self._kept) > self._limit
-                or sum(k.size for k in self._kept.values()) > KEEP_BUDGETS * budget_chars
+                or sum(k.weight for k in self._kept.values()) > self._max_bytes
             ):
                 self._kept.popitem(last=False)
             turns = [kept.turns[n] for n in chosen]
@@ -251,6 +262,7 @@ class HistoryCache:
                 turn = turns[number] = _Turn()
             turn.add(_Message(kind, content), len(text))
             kept.size += len(text)
+        kept.count += len(rows)
         if rows:
             kept.last_id = max(kept.last_id, max(row[0] for row in rows))
 
@@ -265,7 +277,9 @@ class HistoryCache:
             if number != current_turn and spent + size > budget_chars:
                 gone = [n for n in kept.turns if n < number]  # out of the budget for good
                 for old in gone:
-                    kept.size -= kept.turns.pop(old).size
+                    dropped = kept.turns.pop(old)
+                    kept.size -= dropped.size
+                    kept.count -= len(dropped.messages)
                 kept.older = kept.older or bool(gone)
                 break
             spent += size

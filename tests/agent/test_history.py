@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from smarthole.agent.history import HistoryCache, with_breakpoint
+from smarthole.agent.history import MESSAGE_BYTES, HistoryCache, with_breakpoint
 from smarthole.agent.prompts import turn_context
 from smarthole.db.store import Store
 
@@ -130,12 +130,25 @@ def test_the_breakpoint_marks_a_copy_of_the_last_block():
     assert with_breakpoint([]) == []
 
 
-def test_what_is_kept_in_all_is_bounded_by_the_budget(store):
+def test_what_is_kept_in_all_is_bounded_in_bytes(store):
     conversations = [store.create_conversation(f"c{n}") for n in range(3)]
     for conversation in conversations:
         say(store, conversation, 1, "x" * 100)
-    size = len(store.history_rows(conversations[0].id, after_id=0)[0][3])
-    cache = HistoryCache(store, turn_context)
+    one = MESSAGE_BYTES + len(store.history_rows(conversations[0].id, after_id=0)[0][3])
+    cache = HistoryCache(store, turn_context, max_bytes=2 * one)
     for conversation in conversations:
-        cache.window(conversation.id, current_turn=1, budget_chars=size)
-    assert list(cache._kept) == [c.id for c in conversations[1:]], "two budgets' worth"
+        cache.window(conversation.id, current_turn=1, budget_chars=10_000)
+    assert list(cache._kept) == [c.id for c in conversations[1:]], "two messages' worth"
+
+
+def test_many_short_conversations_taken_in_turn_are_all_kept(store):
+    """Ten channels answered round-robin: each call reads only its new rows, not its history
+    again (a cache of fewer conversations than are active would miss every time)."""
+    counting = CountingStore(store)
+    cache = HistoryCache(counting, turn_context)
+    conversations = [store.create_conversation(f"c{n}") for n in range(10)]
+    for turn in range(1, 4):
+        for conversation in conversations:
+            say(store, conversation, turn, f"turn {turn}")
+            cache.window(conversation.id, current_turn=turn, budget_chars=10_000)
+    assert counting.loads == len(conversations), "each history was read whole only once"
