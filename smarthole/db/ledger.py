@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..formats import iso, parse_time
 from .records import Message, like_prefix
@@ -76,6 +77,9 @@ class Ledger:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # The heads last read, by message id, with the row each was made from: the loop asks
+        # for the heads after every claim, and a head that waits is the same row each time.
+        self._heads: dict[str, tuple[tuple[Any, ...], LedgerEntry]] = {}
 
     def admit(self, message: Message, *, channel: str, claimed_path: Path) -> Admission:
         """Record a claimed message, or say why it must not be processed again."""
@@ -150,7 +154,15 @@ class Ledger:
             "ORDER BY i.sort_at, i.rowid LIMIT 1) FROM (SELECT DISTINCT channel FROM inbox "
             "WHERE status IN ('queued', 'in_progress', 'deferred')) AS c)"
         )
-        return sorted((LedgerEntry.from_row(r) for r in rows), key=lambda e: e.channel)
+        heads: dict[str, tuple[tuple[Any, ...], LedgerEntry]] = {}
+        known = self._heads
+        for row in rows:
+            values = tuple(row)
+            seen = known.get(row["message_id"])
+            entry = seen[1] if seen is not None and seen[0] == values else LedgerEntry.from_row(row)
+            heads[entry.id] = (values, entry)
+        self._heads = heads
+        return sorted((entry for _, entry in heads.values()), key=lambda e: e.channel)
 
     def next_due(self) -> datetime | None:
         row = self.store.query_one(

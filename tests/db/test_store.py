@@ -235,6 +235,10 @@ def test_only_the_head_of_each_channel_is_runnable(store, tmp_path):
     assert [e.id for e in ledger.channel_heads()] == ["a", "c"]
     ledger.set_status("a", "done")
     assert [e.id for e in ledger.channel_heads()] == ["b", "c"]
+    ledger.set_status("c", "deferred", next_attempt_at="2026-01-04T00:00:00Z")
+    heads = ledger.channel_heads()
+    assert [(e.id, e.status) for e in heads] == [("b", "queued"), ("c", "deferred")]
+    assert ledger.channel_heads()[0] is heads[0], "a head that did not change is not parsed again"
 
 
 def test_pending_questions_expire_strictly_after_the_timeout(store):
