@@ -280,9 +280,15 @@ class Inbox:
 
     def release(self, entry: LedgerEntry) -> None:
         """The final reply is written: the claimed file has served its purpose."""
+        self.remove_claimed(entry)
+        self.ledger.clear_claim(entry.id)
+
+    def remove_claimed(self, entry: LedgerEntry) -> None:
+        """Remove the claimed file of a message whose final reply is written; the caller
+        clears its ``claimed_path`` in the commit that completes the turn (after a crash in
+        between, the turn resumes from the store and finds its reply written)."""
         if entry.claimed_path is not None:
             _remove(entry.claimed_path)
-        self.ledger.clear_claim(entry.id)
 
     def set_aside(self, entry: LedgerEntry, reason: str, *, attempts: int | None = None) -> Path:
         """A message that cannot be answered: its file goes to ``failed/`` with the reason."""

@@ -2,7 +2,8 @@
 
 A file is ``outbox/<UTC timestamp>-<id>.md``: TOML front matter between ``+++`` lines, then
 the text. Writing is idempotent by item id: an item is first *planned* (a row with its final
-file name), then *written* (temp file, fsync, rename), then *delivered* (the ``deliver`` hook).
+file name), then *written* (temp file, fsync, rename), then *delivered* (the ``deliver`` hook;
+a final reply's delivery is recorded in the commit that completes its turn).
 Whatever a crash interrupts is finished on the next attempt under the same id and file name, so
 a reply is never written twice.
 """
@@ -38,6 +39,18 @@ class Outbox(OutboxRecord):
         assert item["kind"] in KINDS, item["kind"]
         planned, state = self.plan(item_id or new_id(), **item)
         self._complete(planned, state)
+        return planned
+
+    def hand_over(self, *, item_id: str, **item: Unpack[ItemFields]) -> OutboxItem:
+        """Plan, write and deliver one item like :meth:`send`, but leave recording its delivery
+        to the caller's next commit (``mark(id, "delivered", db=...)``): the final reply's
+        delivery commits with its turn. A crash before that delivers it again."""
+        assert item["kind"] in KINDS, item["kind"]
+        planned, state = self.plan(item_id, **item)
+        if state == "planned":
+            self._write(planned)
+        if state != "delivered":
+            self.plugins.notify("deliver", outbox_item=planned)
         return planned
 
     def _complete(self, item: OutboxItem, state: str) -> None:

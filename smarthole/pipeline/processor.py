@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..db.events import EventLog
     from ..db.ledger import Ledger, LedgerEntry
+    from ..db.outbox import OutboxItem
     from ..db.records import StoredMessage
     from .inbox import Inbox
     from .outbox import Outbox
@@ -105,7 +106,7 @@ class Processor:
             logger.exception("turn of message %s failed unexpectedly", entry.id)
             error = InternalError(f"internal error: {type(exc).__name__}: {exc}")
             return self._failed(entry, conversation, number, error)
-        self._complete(entry, conversation, number, outcome)
+        self._complete(entry, conversation, number, outcome, run.stored())
         return "done"
 
     def _run(self, entry: LedgerEntry, run: TurnRun) -> TurnOutcome:
@@ -226,9 +227,13 @@ class Processor:
     # -- endings ----------------------------------------------------------------------------
 
     def _complete(
-        self, entry: LedgerEntry, conversation: Conversation, number: int, outcome: TurnOutcome
+        self,
+        entry: LedgerEntry,
+        conversation: Conversation,
+        number: int,
+        outcome: TurnOutcome,
+        turn_messages: list[StoredMessage],
     ) -> None:
-        turn_messages = self.store.messages(conversation.id, turn=number)
         questions = [m for m in turn_messages if m.kind == "question"]
         if outcome.note and not any(m.kind == "note" for m in turn_messages):
             self.store.append_message(
@@ -238,13 +243,16 @@ class Processor:
                 "note",
                 [{"type": "text", "text": outcome.note}],
             )
-        self._final_reply(
+        reply = self._final_reply(
             entry, conversation, number, "response", outcome.text, waiting_for_reply=bool(questions)
         )
+        self.inbox.remove_claimed(entry)
         turn = self.store.turn(conversation.id, number)
+        # One commit ends the turn: its reply delivered, the message done, its claim released.
         with self.store.transaction() as db:
+            self.outbox.mark(reply.id, "delivered", db=db)
             self.store.complete_turn(db, conversation.id, number, note=outcome.note)
-            self.ledger.set_status(entry.id, "done", db=db)
+            self.ledger.set_status(entry.id, "done", claimed_path=None, db=db)
             if questions:
                 tool_calls = sum(1 for m in turn_messages if m.kind == "tool_result")
                 self.pending.save(
@@ -269,7 +277,6 @@ class Processor:
             )
             if turn is not None and turn.end_requested is not None:
                 self.conversations.end(conversation, "end_conversation")
-        self.inbox.release(entry)
         if self.titler is not None:
             self.titler.title_due(conversation.id)
             self.titler.sweep(channel=conversation.channel)
@@ -333,8 +340,11 @@ class Processor:
         The reply is written first under a fixed id, so a crash in between writes it once.
         """
         error, attempts = failure
-        self._final_reply(entry, conversation, number, "error", friendly_error(error, entry.id))
+        reply = self._final_reply(
+            entry, conversation, number, "error", friendly_error(error, entry.id)
+        )
         with self.store.transaction() as db:
+            self.outbox.mark(reply.id, "delivered", db=db)
             self.store.update_turn(conversation.id, number, status="failed", error=str(error))
             fail_tasks(self.store, self.events, entry.id, str(error), db=db)
             self.inbox.set_aside(entry, str(error), attempts=attempts)
@@ -372,9 +382,10 @@ class Processor:
         text: str,
         *,
         waiting_for_reply: bool = False,
-    ) -> None:
-        """The one final outbox file of this attempt's generation (written at most once)."""
-        self.outbox.send(
+    ) -> OutboxItem:
+        """The one final outbox file of this attempt's generation (written at most once),
+        handed to the ``deliver`` hook; the caller's next commit records its delivery."""
+        return self.outbox.hand_over(
             item_id=final_reply_id(entry.id, entry.generation),
             in_reply_to=entry.id,
             **about(conversation),

@@ -51,6 +51,9 @@ class TurnRun:
     stop: threading.Event | None = None
     budget_chars: int = field(init=False)
     trimmed: bool = field(default=False, init=False)
+    # This attempt's messages of the turn: read once, then extended by what it stores (nothing
+    # else writes to a turn while its attempt runs).
+    _stored: list[StoredMessage] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -74,11 +77,19 @@ class TurnRun:
         )
 
     def turn_messages(self) -> list[StoredMessage]:
-        return [
-            m
-            for m in self.store.messages(self.conversation.id, turn=self.number)
-            if m.kind in API_KINDS
-        ]
+        return [m for m in self.stored() if m.kind in API_KINDS]
+
+    def stored(self) -> list[StoredMessage]:
+        """Every stored message of this turn, of every kind, oldest first."""
+        if self._stored is None:
+            self._stored = self.store.messages(self.conversation.id, turn=self.number)
+        return list(self._stored)
+
+    def _remember(self, stored: StoredMessage) -> None:
+        """Add a message this attempt stored, once its transaction has committed."""
+        kept = self._stored
+        if kept is not None:
+            self.store.after_commit(lambda: kept.append(stored))
 
     def started_tools(self) -> dict[str, int]:
         return self.store.started_tool_calls(self.conversation.id, self.number)
@@ -176,7 +187,7 @@ class TurnRun:
         )
         if already is None:
             with self.store.transaction() as db:
-                self.store.append_message(
+                stored = self.store.append_message(
                     self.conversation.id,
                     self.number,
                     "assistant",
@@ -185,6 +196,7 @@ class TurnRun:
                     tool_use_id=tool_use_id,
                     db=db,
                 )
+                self._remember(stored)
                 if is_question:
                     self.events.emit(
                         "question_asked", **self._where, db=db, question=text, outbox_id=item.id
@@ -227,6 +239,7 @@ class TurnRun:
                 stored_id=stored.id,
                 **event_fields,
             )
+            self._remember(stored)
             plugins, conversation = self.app.plugins, self.conversation
             self.store.after_commit(
                 lambda: plugins.notify("message_stored", conversation=conversation, message=stored)

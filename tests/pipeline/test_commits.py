@@ -1,0 +1,43 @@
+"""What one message costs the store: commits (each an fsync) and statements, counted."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from smarthole.testing import text
+from tests.helpers import drop, finals, run_once
+
+
+@pytest.fixture
+def statements(monkeypatch):
+    """Every SQL statement the store runs from here on, in order."""
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(seen.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return seen
+
+
+def test_a_one_turn_message_commits_five_times(home, fake, env, statements):
+    """Stored the moment it exists, in as few commits as that allows: the turn begins with
+    the user's message (1), the reply and its usage (2), the outbox item is planned (3) and
+    written (4), and the turn completes with the reply's delivery and the claim released (5)."""
+    fake.default = text("Hello.")
+    drop(home, "warm up", "m0")
+    run_once(home, env)
+    per_run = []
+    for count in (1, 3):
+        statements.clear()
+        for n in range(count):
+            drop(home, f"hello {n}", f"m{count}-{n}")
+        run_once(home, env)
+        per_run.append(sum(s == "COMMIT" for s in statements))
+    assert len(finals(home)) == 5
+    assert (per_run[1] - per_run[0]) / 2 == 5
