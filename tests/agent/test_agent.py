@@ -119,5 +119,6 @@ def test_a_broken_stream_defers_the_message_then_it_is_answered(home, fake, env)
     drop_message(home, "hello", "m1")
     run_once(home, env)
     assert finals(home) == [], "--once leaves a deferral that is not yet due"
-    wait_for(lambda: run_once(home, env) and finals(home), 10, "the retry")
+    # Each try starts a daemon (seconds on a busy machine) until the deferral is due.
+    wait_for(lambda: run_once(home, env) and finals(home), 30, "the retry")
     assert [f.text for f in finals(home)] == ["Whole answer."]

@@ -56,10 +56,10 @@ def test_chat_that_cannot_start_says_why_like_run(home, fake, env, tmp_path, how
     break_home(home, env, tmp_path, how)
     args = [command, "--home", str(home)] + ([conversation] if command == "resume" else [])
     started = time.monotonic()
-    result = smarthole(*args, env=env, input="hello again\n", timeout=20)
+    result = smarthole(*args, env=env, input="hello again\n", timeout=60)
     took = time.monotonic() - started
     assert result.returncode == 2, result.stderr
-    expected = smarthole("run", "--home", str(home), env=env, timeout=20)
+    expected = smarthole("run", "--home", str(home), env=env, timeout=60)
     assert expected.returncode == 2
     assert one_line(result.stderr) == one_line(expected.stderr)
     print(f"{command} with {how} exited in {took:.2f}s")
