@@ -84,7 +84,7 @@ def measure(
     fake.reset()
     fake.default = echo()
     runs: dict[str, Callable[[], list[Row]]] = {
-        "pickup": lambda: pickup_rows(root, fake.url, sizes.arrivals, seed=13),
+        "pickup": lambda: pickup_rows(root, sizes.arrivals, seed=13),
         "backlog": lambda: backlog_rows(
             root, fake.url, sizes.backlog, sizes.channels, sizes.drain_timeout, sizes.ready_runs
         ),

@@ -20,6 +20,7 @@ from .procs import (
     Timeout,
     child,
     daemon,
+    fake_server_process,
     make_home,
     poll_until,
     replies,
@@ -111,11 +112,16 @@ def watchdog_pickup(root: Path, times: list[float], pairing: str) -> dict[str, A
         process.wait(timeout=30)
 
 
-def pickup_rows(root: Path, url: str, count: int, seed: int) -> list[Row]:
+def pickup_rows(root: Path, count: int, seed: int) -> list[Row]:
     """Row 1. Arrivals 20-80 ms apart, so earlier claims (renames out of inbox/, each an
-    IN_MOVED_FROM) happen between arrivals: that is what meets watchdog's move pairing."""
+    IN_MOVED_FROM) happen between arrivals: that is what meets watchdog's move pairing.
+
+    The daemon's replies come from a fake server in a process of its own, so that this
+    process does nothing but time the claims, as it does for the bare watchdog baseline.
+    """
     times = schedule(count, seed, 0.020, 0.080)
-    ours = daemon_pickup(root, url, times)
+    with fake_server_process() as url:
+        ours = daemon_pickup(root, url, times)
     paired = watchdog_pickup(root, times, "default")
     bare = watchdog_pickup(root, times, "off")
     detail = {"smarthole": ours, "watchdog_default": paired, "watchdog_pairing_off": bare}

@@ -20,6 +20,7 @@ from smarthole.formats import dumps_toml
 from smarthole.home import Home
 
 CHILDREN = Path(__file__).resolve().parent / "children.py"
+FAKE_CHILD = Path(__file__).resolve().parent / "fake_child.py"
 IN_CREATE, IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO = 0x100, 0x200, 0x40, 0x80
 IN_Q_OVERFLOW = 0x4000
 _EVENT = struct.Struct("iIII")
@@ -189,6 +190,21 @@ def child(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.DEVNULL,  # watchdog complains about its stop; the JSON says enough
         text=True,
     )
+
+
+@contextlib.contextmanager
+def fake_server_process() -> Iterator[str]:
+    """The fake Messages API in a child process (fake_child.py); yields its URL."""
+    process = subprocess.Popen(
+        [sys.executable, str(FAKE_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        yield str(json.loads(process.stdout.readline())["url"])
+    finally:
+        if process.stdin:
+            process.stdin.close()
+        process.wait(timeout=30)
 
 
 def child_result(*args: str, timeout: float = 600) -> dict[str, Any]:
