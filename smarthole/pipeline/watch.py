@@ -137,18 +137,34 @@ class Watcher:
     """Wakes the daemon on any change in the inbox folder (watchdog)."""
 
     def __init__(self, folder: Path, wake: Callable[[], None]) -> None:
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog import events
         from watchdog.observers import Observer
 
         _unpair_moves()
 
-        class Handler(FileSystemEventHandler):
-            def on_any_event(self, event: FileSystemEvent) -> None:
+        class Handler(events.FileSystemEventHandler):
+            def on_any_event(self, event: events.FileSystemEvent) -> None:
                 wake()
 
+        # Every change, but not opens and closes without a write: they never bring work,
+        # and the claim's own look at a file (its lease check) made two of them per message,
+        # each a needless turn of the daemon's loop.
+        changes = [
+            events.FileCreatedEvent,
+            events.FileMovedEvent,
+            events.FileModifiedEvent,
+            events.FileAttribEvent,
+            events.FileClosedEvent,
+            events.FileDeletedEvent,
+            events.DirCreatedEvent,
+            events.DirMovedEvent,
+            events.DirModifiedEvent,
+            events.DirAttribEvent,
+            events.DirDeletedEvent,
+        ]
         self._observer = Observer()
         self._observer.daemon = True
-        self._observer.schedule(Handler(), str(folder), recursive=False)
+        self._observer.schedule(Handler(), str(folder), recursive=False, event_filter=changes)
 
     def start(self) -> None:
         self._observer.start()

@@ -96,3 +96,22 @@ def test_an_arrival_right_after_a_claim_is_seen_at_once(tmp_path):
         assert time.monotonic() - sent < 0.4
     finally:
         watcher.stop()
+
+
+def test_a_look_at_a_file_does_not_wake_the_daemon(tmp_path):
+    """Opening and closing an inbox file without writing (the claim's lease check does) is
+    no news: only changes wake the loop."""
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "waiting").write_text("x")
+    woken = threading.Event()
+    watcher = Watcher(folder, woken.set)
+    watcher.start()
+    try:
+        (folder / "waiting").read_text()  # IN_OPEN, IN_CLOSE_NOWRITE
+        assert not woken.wait(timeout=0.5), "a read woke the daemon"
+        (tmp_path / "next").write_text("y")
+        os.rename(tmp_path / "next", folder / "next")
+        assert woken.wait(timeout=5), "the watcher was listening all along"
+    finally:
+        watcher.stop()
