@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smarthole.agent.prompts import CONTEXT_OPEN
+from smarthole.formats import compact_json
 
 from .adapters import (
     build_history,
@@ -21,6 +22,15 @@ from .adapters import (
 )
 from .report import Row
 
+# The baselines read a plain table of the messages' content JSON (the Messages API's
+# ``[{"type":"text","text":...}]``) with its conversation index, built beside the store: what
+# "SELECT + json.loads" means in the issue, whatever the store keeps (since schema 5 it keeps a
+# text block as plain text), so a change of the store's format cannot move the baseline.
+RAW_TABLE = (
+    "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, "
+    "turn INTEGER NOT NULL, content TEXT NOT NULL)",
+    "CREATE INDEX messages_by_conversation ON messages (conversation_id, turn, id)",
+)
 ROWS_SQL = "SELECT content FROM messages WHERE conversation_id = ? ORDER BY turn, id"
 NEWEST_SQL = (
     "SELECT content FROM messages WHERE conversation_id = ? ORDER BY turn DESC, id DESC LIMIT ?"
@@ -56,6 +66,21 @@ def raw_size(path: Path, texts: list[str]) -> int:
     return path.stat().st_size
 
 
+def raw_contents(path: Path, conversation: str, texts: list[str]) -> None:
+    """The baselines' table: ``texts`` as one conversation's content JSON, two a turn."""
+    with sqlite3.connect(path) as db:
+        for statement in RAW_TABLE:
+            db.execute(statement)
+        db.executemany(
+            "INSERT INTO messages (conversation_id, turn, content) VALUES (?, ?, ?)",
+            (
+                (conversation, index // 2 + 1, compact_json([{"type": "text", "text": text}]))
+                for index, text in enumerate(texts)
+            ),
+        )
+    db.close()
+
+
 def storage_rows(root: Path, texts: list[str], repeats: int, reload_repeats: int) -> list[Row]:
     """Rows 3 and 6 on one conversation of ``len(texts)`` text messages (two a turn)."""
     database = root / "history" / "smarthole.db"
@@ -78,7 +103,8 @@ def storage_rows(root: Path, texts: list[str], repeats: int, reload_repeats: int
     reload = median_seconds(
         lambda: build_history(store, conversation, last, everything), reload_repeats
     )
-    raw = sqlite3.connect(database)
+    raw_contents(root / "history" / "contents.db", conversation, texts)
+    raw = sqlite3.connect(root / "history" / "contents.db")
     try:
         select_all = median_seconds(
             lambda: raw.execute(ROWS_SQL, (conversation,)).fetchall(), reload_repeats

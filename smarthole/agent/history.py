@@ -12,9 +12,10 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from ..db.records import KINDS, USER
 from .prompts import EPHEMERAL
 
 if TYPE_CHECKING:
@@ -127,34 +128,49 @@ class Window:
 class _Message(NamedTuple):
     kind: str
     content: list[dict[str, Any]]  # API blocks; shared between calls, so never changed
+    plain: bool = False  # known to be text blocks only, none of them blank
 
 
-@dataclass
+# A _Message as a plain tuple: a reload makes thousands, and a named tuple costs ten times more.
+_Row = tuple[str, list[dict[str, Any]], bool]
+
+
 class _Turn:
-    size: int = 0  # stored characters: what the history budget counts
-    messages: list[_Message] = field(default_factory=list)
-    _api: list[dict[str, Any]] | None = None  # made when first wanted; a new row clears it
+    __slots__ = ("_api", "closed", "messages", "size")
 
-    def add(self, message: _Message, size: int) -> None:
-        self.messages.append(message)
-        self.size += size
+    def __init__(self) -> None:
+        self.size = 0  # stored characters: what the history budget counts
+        self.messages: list[_Row] = []
+        self._api: list[dict[str, Any]] | None = None  # made when first wanted; a row clears it
+        self.closed = False  # whether _api is _closed
+
+    def api_changed(self) -> None:
+        """Rows are being added: the API messages are made again when next wanted."""
         self._api = None
 
     def api(self) -> list[dict[str, Any]]:
         if self._api is None:
-            self._api = _question_and_answer(self.messages) or to_api_messages(self.messages)
+            self._api = _question_and_answer(self.messages)
+            if self._api is not None:
+                self.closed = True
+            else:
+                self._api = to_api_messages([_Message(*m) for m in self.messages])
+                self.closed = _closed(self._api)
         return self._api
 
 
-def _question_and_answer(messages: list[_Message]) -> list[dict[str, Any]] | None:
+def _question_and_answer(messages: list[_Row]) -> list[dict[str, Any]] | None:
     """The API messages of the commonest turn, a user message and a text reply, made without
     the general conversion's walk; None for any other shape."""
-    if len(messages) != 2 or (messages[0].kind, messages[1].kind) != ("user", "assistant"):
+    if len(messages) != 2:
         return None
-    question, answer = messages[0].content, messages[1].content
-    for block in (*question, *answer):
-        if block.get("type") != "text" or not block.get("text", "").strip():
-            return None
+    (kind, question, plain), (reply_kind, answer, reply_plain) = messages
+    if kind != "user" or reply_kind != "assistant":
+        return None
+    if not (plain and reply_plain):
+        for block in (*question, *answer):
+            if block.get("type") != "text" or not block.get("text", "").strip():
+                return None
     return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
 
 
@@ -206,13 +222,13 @@ class HistoryCache:
     def __init__(
         self,
         rows: HistoryRows,
-        context: Callable[[int, str], dict[str, Any]],
+        context: Callable[[int, int], dict[str, Any]],
         *,
         conversations: int = 64,
         max_bytes: int = KEEP_BYTES,
     ) -> None:
         self._rows = rows
-        self._context = context  # the block a user message starts with, from its turn and time
+        self._context = context  # a user message's first block, from its turn and time (micros)
         self._limit = conversations
         self._max_bytes = max_bytes
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
@@ -252,16 +268,31 @@ class HistoryCache:
 
     def _add(self, kept: _Kept, rows: list[HistoryRow]) -> None:
         turns, context = kept.turns, self._context
-        # One parse of all the rows' JSON: thousands of json.loads calls cost twice as much.
-        contents = json.loads(f"[{','.join(row[3] for row in rows)}]")
-        for (_, number, kind, text, created_at), content in zip(rows, contents, strict=True):
-            if kind == "user":
-                content = [context(number, created_at), *content]
-            turn = turns.get(number)
-            if turn is None:
-                turn = turns[number] = _Turn()
-            turn.add(_Message(kind, content), len(text))
-            kept.size += len(text)
+        # A content stored as JSON is parsed with the others, in one call: thousands of
+        # json.loads calls cost twice as much. Most are one text block, stored as its text.
+        parsed = iter(json.loads(f"[{','.join(row[3] for row in rows if row[4])}]"))
+        size = 0
+        turn = _Turn()
+        number = None
+        for _, row_turn, code, body, is_json, created_at in rows:  # a reload: thousands
+            plain = not is_json and body != "" and not body.isspace()
+            if is_json:
+                content = next(parsed)
+                if code == USER:
+                    content.insert(0, context(row_turn, created_at))
+            elif code == USER:
+                content = [context(row_turn, created_at), {"type": "text", "text": body}]
+            else:
+                content = [{"type": "text", "text": body}]
+            if row_turn != number:  # a turn's rows come together
+                number = row_turn
+                turn = turns.get(number) or turns.setdefault(number, _Turn())
+                turn.api_changed()
+            turn.messages.append((KINDS[code], content, plain))
+            chars = len(body)
+            turn.size += chars
+            size += chars
+        kept.size += size
         kept.count += len(rows)
         if rows:
             kept.last_id = max(kept.last_id, max(row[0] for row in rows))
@@ -297,6 +328,6 @@ def _joined(turns: list[_Turn]) -> list[dict[str, Any]]:
     if not turns:
         return []
     *earlier, last = [turn.api() for turn in turns]
-    if all(_closed(api) for api in earlier) and (not last or last[0]["role"] == "user"):
+    if all(turn.closed for turn in turns[:-1]) and (not last or last[0]["role"] == "user"):
         return [message for api in (*earlier, last) for message in api]
-    return to_api_messages([message for turn in turns for message in turn.messages])
+    return to_api_messages([_Message(*message) for turn in turns for message in turn.messages])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -9,7 +10,6 @@ from typing import Any
 from ..config import AgentSettings
 from ..db.pending import PendingQuestion
 from ..db.records import Conversation, StoredMessage
-from ..formats import parse_time
 
 UNTITLED = "Untitled conversation"
 UNTITLED_INTERRUPTED = "Untitled (interrupted)"
@@ -57,17 +57,24 @@ def system_prompt(
     return blocks
 
 
-def turn_context(turn: int, sent_at: str) -> dict[str, Any]:
-    """The block a user message starts with: its turn and when it was sent (the turn's start).
+def turn_context(turn: int, sent_at: int) -> dict[str, Any]:
+    """The block a user message starts with: its turn and when it was sent (the turn's start),
+    given in microseconds since 1970 (:func:`~smarthole.formats.micros`, as stored).
 
     Made from the stored message, so every request that carries it (a retry, a resumed turn,
     the next turns' history) carries the same bytes.
     """
-    # time.localtime and time.strftime: a reload formats thousands of these, and they cost a
-    # fifth of datetime.astimezone and format.
-    local = time.localtime(parse_time(sent_at).timestamp())
-    when = time.strftime("%A, %d %B %Y, %H:%M (%Z, UTC%z)", local)
+    when = _local_minute(sent_at // 60_000_000)
     return {"type": "text", "text": f"{CONTEXT_OPEN}Turn {turn}, sent {when}.{CONTEXT_CLOSE}"}
+
+
+@functools.lru_cache(maxsize=256)
+def _local_minute(minute: int) -> str:
+    """A UTC minute (since 1970) as local time, to the minute: the same for each of its
+    seconds, as time zones' offsets and changes are whole minutes. A reload formats thousands
+    of these, turns of one minute alike; time.localtime and time.strftime cost a fifth of
+    datetime.astimezone and format."""
+    return time.strftime("%A, %d %B %Y, %H:%M (%Z, UTC%z)", time.localtime(minute * 60))
 
 
 def recent_conversations_section(conversations: Iterable[Conversation]) -> str:

@@ -5,9 +5,16 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..formats import new_id
+from ..formats import iso, micros, new_id
 from .connection import Database
-from .records import Conversation, Turn, like_prefix
+from .records import CONVERSATION_KEY, Conversation, Turn, like_prefix
+
+# Turn rows with their conversation's id (Turn.from_row's columns).
+_TURNS = (
+    "SELECT c.id AS conversation_id, t.number, t.message_id, t.status, t.started_at, "
+    "t.finished_at, t.error, t.note, t.end_requested "
+    "FROM turn_rows t JOIN conversations c ON c.key = t.conversation"
+)
 
 
 class ConversationTables(Database):
@@ -19,7 +26,8 @@ class ConversationTables(Database):
         now = self.now()
         conversation_id = new_id()
         self.write(
-            "INSERT INTO conversations (id, channel, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO conversations (id, channel, created_at, updated_at, key) VALUES "
+            "(?, ?, ?, ?, (SELECT coalesce(max(key), 0) + 1 FROM conversations))",
             (conversation_id, channel, now, now),
         )
         conversation = self.conversation(conversation_id)
@@ -134,12 +142,13 @@ class ConversationTables(Database):
     def delete_conversation(self, conversation_id: str) -> None:
         with self.transaction() as db:
             for table, column in (
-                ("messages", "conversation_id"),
-                ("turns", "conversation_id"),
+                ("message_rows", "conversation"),
+                ("turn_rows", "conversation"),
                 ("tool_calls", "conversation_id"),
                 ("events", "conversation_id"),
             ):
-                db.execute(f"DELETE FROM {table} WHERE {column} = ?", (conversation_id,))
+                key = f"({CONVERSATION_KEY})" if column == "conversation" else "?"
+                db.execute(f"DELETE FROM {table} WHERE {column} = {key}", (conversation_id,))
             db.execute(
                 "DELETE FROM plugin_data WHERE plugin = 'smarthole' AND key = ?", (conversation_id,)
             )
@@ -149,44 +158,43 @@ class ConversationTables(Database):
 
     def start_turn(self, db: sqlite3.Connection, conversation_id: str, message_id: str) -> int:
         """Number and insert the next turn; call inside a transaction."""
-        now = self.now()
+        moment = self.clock()
         db.execute(
             "UPDATE conversations SET turns = turns + 1, updated_at = ? WHERE id = ?",
-            (now, conversation_id),
+            (iso(moment), conversation_id),
         )
-        (number,) = db.execute(
-            "SELECT turns FROM conversations WHERE id = ?", (conversation_id,)
+        (key, number) = db.execute(
+            "SELECT key, turns FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
         db.execute(
-            "INSERT INTO turns (conversation_id, number, message_id, status, started_at) "
+            "INSERT INTO turn_rows (conversation, number, message_id, status, started_at) "
             "VALUES (?, ?, ?, 'running', ?)",
-            (conversation_id, number, message_id, now),
+            (key, number, message_id, micros(moment)),
         )
         return int(number)
 
     def turn(self, conversation_id: str, number: int) -> Turn | None:
         row = self.query_one(
-            "SELECT * FROM turns WHERE conversation_id = ? AND number = ?",
+            f"{_TURNS} WHERE c.id = ? AND t.number = ?",
             (conversation_id, number),
         )
         return Turn.from_row(row) if row else None
 
     def turn_for_message(self, message_id: str) -> Turn | None:
-        row = self.query_one("SELECT * FROM turns WHERE message_id = ?", (message_id,))
+        row = self.query_one(f"{_TURNS} WHERE t.message_id = ?", (message_id,))
         return Turn.from_row(row) if row else None
 
     def turns(self, conversation_id: str) -> list[Turn]:
-        rows = self.query(
-            "SELECT * FROM turns WHERE conversation_id = ? ORDER BY number", (conversation_id,)
-        )
+        rows = self.query(f"{_TURNS} WHERE c.id = ? ORDER BY t.number", (conversation_id,))
         return [Turn.from_row(r) for r in rows]
 
     def update_turn(self, conversation_id: str, number: int, **values: Any) -> None:
-        allowed = {"status", "finished_at", "error", "note", "end_requested"}
+        allowed = {"status", "error", "note", "end_requested"}
         assert set(values) <= allowed, values
         assignments = ", ".join(f"{key} = ?" for key in values)
         self.write(
-            f"UPDATE turns SET {assignments} WHERE conversation_id = ? AND number = ?",
+            f"UPDATE turn_rows SET {assignments} "
+            f"WHERE conversation = ({CONVERSATION_KEY}) AND number = ?",
             (*values.values(), conversation_id, number),
         )
 
@@ -195,14 +203,14 @@ class ConversationTables(Database):
     ) -> None:
         """Mark a turn completed, inside the caller's transaction (with its ledger change)."""
         db.execute(
-            "UPDATE turns SET status = 'completed', finished_at = ?, note = ? "
-            "WHERE conversation_id = ? AND number = ?",
-            (self.now(), note, conversation_id, number),
+            "UPDATE turn_rows SET status = 'completed', finished_at = ?, note = ? "
+            f"WHERE conversation = ({CONVERSATION_KEY}) AND number = ?",
+            (micros(self.clock()), note, conversation_id, number),
         )
 
     def interrupt_running_turns(self) -> list[Turn]:
         """Mark every turn left ``running`` by a stopped daemon as ``interrupted``."""
         with self.transaction() as db:
-            rows = db.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
-            db.execute("UPDATE turns SET status = 'interrupted' WHERE status = 'running'")
+            rows = db.execute(f"{_TURNS} WHERE t.status = 'running'").fetchall()
+            db.execute("UPDATE turn_rows SET status = 'interrupted' WHERE status = 'running'")
         return [Turn.from_row(r) for r in rows]

@@ -5,20 +5,30 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..formats import compact_json, parse_time
+from ..formats import compact_json, iso, micros, parse_time
 from .connection import Database
-from .records import StoredMessage
+from .records import (
+    ASSISTANT,
+    CONVERSATION_KEY,
+    KIND_CODES,
+    ROLES,
+    TOOL_RESULT,
+    USER,
+    StoredMessage,
+    stored_text,
+)
 
 # The rows of the Messages API history, with only the columns that building it needs.
 _HISTORY = (
-    "SELECT id, turn, kind, content, created_at FROM messages WHERE conversation_id = ? "
-    "AND kind IN ('user', 'assistant', 'tool_result')"
+    "SELECT id, turn, kind, coalesce(text, content), text IS NULL, created_at FROM message_rows "
+    f"WHERE conversation = ({CONVERSATION_KEY}) AND kind IN ({USER}, {ASSISTANT}, {TOOL_RESULT})"
 )
 
 
-# One message of the API history as stored: (id, turn, kind, content JSON, created_at).
+# One message of the API history as stored: (id, turn, kind code (records.KINDS), body, whether
+# the body is content JSON (else it is the text of one text block), created_at microseconds).
 # Plain tuples, not a named type: a reload reads thousands of them.
-HistoryRow = tuple[int, int, str, str, str]
+HistoryRow = tuple[int, int, int, str, int, int]
 
 
 class MessageTables(Database):
@@ -37,21 +47,26 @@ class MessageTables(Database):
         tool_use_id: str | None = None,
         db: sqlite3.Connection | None = None,
     ) -> StoredMessage:
-        """Append one message row and commit (or join the caller's transaction)."""
-        now = self.now()
+        """Append one message row and commit (or join the caller's transaction).
+
+        ``role`` is not stored: the kind says it (records.ROLES).
+        """
+        moment = self.clock()
+        now = iso(moment)
+        text = stored_text(content)
         with self.transaction() as connection:  # joins the caller's, if any
             assert db in (None, connection)
             cursor = connection.execute(
-                "INSERT INTO messages (conversation_id, turn, role, kind, content, tool_use_id, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO message_rows (conversation, turn, kind, text, content, tool_use_id, "
+                f"created_at) VALUES (({CONVERSATION_KEY}), ?, ?, ?, ?, ?, ?)",
                 (
                     conversation_id,
                     turn,
-                    role,
-                    kind,
-                    compact_json(content),
+                    KIND_CODES[kind],
+                    text,
+                    compact_json(content) if text is None else None,
                     tool_use_id,
-                    now,
+                    micros(moment),
                 ),
             )
             connection.execute(
@@ -61,7 +76,7 @@ class MessageTables(Database):
             id=int(cursor.lastrowid or 0),
             conversation_id=conversation_id,
             turn=turn,
-            role=role,
+            role=ROLES[kind],
             kind=kind,
             content=content,
             created_at=parse_time(now),
@@ -69,12 +84,13 @@ class MessageTables(Database):
         )
 
     def messages(self, conversation_id: str, *, turn: int | None = None) -> list[StoredMessage]:
-        sql = "SELECT * FROM messages WHERE conversation_id = ?"
+        sql = f"SELECT * FROM message_rows WHERE conversation = ({CONVERSATION_KEY})"
         params: list[Any] = [conversation_id]
         if turn is not None:
             sql += " AND turn = ?"
             params.append(turn)
-        return [StoredMessage.from_row(r) for r in self.query(sql + " ORDER BY id", params)]
+        rows = self.query(sql + " ORDER BY id", params)
+        return [StoredMessage.from_row(r, conversation_id) for r in rows]
 
     def history_rows(self, conversation_id: str, *, after_id: int) -> list[HistoryRow]:
         """The API-history rows stored after row ``after_id``, oldest first."""
@@ -113,7 +129,7 @@ class MessageTables(Database):
                             older = True
                             break
                     turn, size = row[1], 0
-                size += len(row[3])
+                size += len(row[3])  # the text, or the JSON
                 kept.append(row)
             cursor.close()
         kept.reverse()

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import LookupFailed
-from ..formats import compact_json, iso, parse_time
+from ..formats import compact_json, from_micros, iso, parse_time
 
 T = TypeVar("T")
 
@@ -92,7 +92,13 @@ class Turn:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Turn:
-        return from_row(cls, row, times=("started_at", "finished_at"))
+        finished = row["finished_at"]
+        return from_row(
+            cls,
+            row,
+            started_at=from_micros(row["started_at"]),
+            finished_at=None if finished is None else from_micros(finished),
+        )
 
 
 @dataclass(frozen=True)
@@ -122,8 +128,50 @@ class StoredMessage:
         return [b for b in self.content if b.get("type") == "tool_use"]
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> StoredMessage:
-        return from_row(cls, row, times=("created_at",), content=json.loads(row["content"]))
+    def from_row(cls, row: sqlite3.Row, conversation_id: str) -> StoredMessage:
+        """From a ``message_rows`` row (see :data:`KINDS` and :func:`stored_text`)."""
+        kind = KINDS[row["kind"]]
+        text = row["text"]
+        return from_row(
+            cls,
+            row,
+            conversation_id=conversation_id,
+            role=ROLES[kind],
+            kind=kind,
+            content=json.loads(row["content"]) if text is None else text_content(text),
+            created_at=from_micros(row["created_at"]),
+        )
+
+
+# The kinds of stored message, by the code ``message_rows.kind`` keeps; append only. Each kind
+# has one role, so the role is not stored.
+KINDS = ("user", "assistant", "tool_result", "agent_message", "question", "note", "error")
+KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+ROLES = {kind: "user" if kind in ("user", "tool_result") else "assistant" for kind in KINDS}
+USER, ASSISTANT, TOOL_RESULT = (KIND_CODES[k] for k in ("user", "assistant", "tool_result"))
+
+# The integer key a conversation has in the message and turn rows, from its id (one parameter).
+CONVERSATION_KEY = "SELECT key FROM conversations WHERE id = ?"
+
+
+def stored_text(content: list[dict[str, Any]]) -> str | None:
+    """The text of a content that is one text block and nothing else, else None.
+
+    Such a content (most messages) is stored as its text alone, not as JSON;
+    :func:`text_content` makes the same list back.
+    """
+    if len(content) != 1:
+        return None
+    block = content[0]
+    # The keys in this order only: the order JSON would have kept, and the API is sent.
+    if list(block) == ["type", "text"] and block["type"] == "text":
+        text = block["text"]
+        return text if isinstance(text, str) else None
+    return None
+
+
+def text_content(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}]
 
 
 @dataclass(frozen=True)

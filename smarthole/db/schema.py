@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
 
 from ..errors import StoreError
+from ..formats import micros, parse_time
 from ..fsutil import PRIVATE_FILE, make_private
+from .records import KIND_CODES, KINDS, ROLES, stored_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -85,12 +88,108 @@ CREATE INDEX IF NOT EXISTS usage_by_time ON usage (at);
 CREATE INDEX IF NOT EXISTS usage_by_conversation ON usage (conversation_id, turn);
 """
 
+# Messages and turns (version 5): the tables that grow with every message, kept compact. A
+# conversation is its integer ``key`` here (its rowid is not stable across VACUUM), a kind its
+# code in records.KINDS (its role follows from it), a content that is one text block its text
+# alone (``content`` NULL; JSON otherwise), a time integer microseconds (formats.micros).
+MESSAGE_TABLES = """
+CREATE TABLE IF NOT EXISTS message_rows (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation INTEGER NOT NULL REFERENCES conversations (key) ON DELETE CASCADE,
+    turn INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    text TEXT,
+    content TEXT,
+    tool_use_id TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS message_rows_by_conversation ON message_rows (conversation, turn, id);
+CREATE UNIQUE INDEX IF NOT EXISTS message_rows_by_tool_use
+    ON message_rows (tool_use_id, kind) WHERE tool_use_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS turn_rows (
+    conversation INTEGER NOT NULL REFERENCES conversations (key) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    message_id TEXT NOT NULL UNIQUE,
+    status TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    error TEXT,
+    note TEXT,
+    end_requested TEXT,
+    PRIMARY KEY (conversation, number)
+) WITHOUT ROWID;
+"""
+
+
+def _iso(column: str) -> str:
+    """SQL making formats.iso's text of a time in integer microseconds."""
+    return (
+        f"strftime('%Y-%m-%dT%H:%M:%S', {column} / 1000000, 'unixepoch') "
+        f"|| printf('.%06dZ', {column} % 1000000)"
+    )
+
+
+def _kind_names(column: str) -> str:
+    cases = " ".join(f"WHEN {code} THEN '{kind}'" for code, kind in enumerate(KINDS))
+    return f"CASE {column} {cases} END"
+
+
+def _kind_codes(column: str) -> str:
+    cases = " ".join(f"WHEN '{kind}' THEN {code}" for code, kind in enumerate(KINDS))
+    return f"CASE {column} {cases} END"
+
+
+_USER_ROLE = ", ".join(str(KIND_CODES[k]) for k, role in ROLES.items() if role == "user")
+
+# The version 4 tables' shape, for reading the database by hand (and the tests' checks); the
+# store itself reads the tables.
+MESSAGE_VIEWS = f"""
+CREATE VIEW IF NOT EXISTS messages AS SELECT m.id, c.id AS conversation_id, m.turn,
+    CASE WHEN m.kind IN ({_USER_ROLE}) THEN 'user' ELSE 'assistant' END AS role,
+    {_kind_names("m.kind")} AS kind,
+    coalesce(m.content, json_array(json_object('type', 'text', 'text', m.text))) AS content,
+    m.tool_use_id, {_iso("m.created_at")} AS created_at
+    FROM message_rows m JOIN conversations c ON c.key = m.conversation;
+CREATE VIEW IF NOT EXISTS turns AS SELECT c.id AS conversation_id, t.number, t.message_id,
+    t.status, {_iso("t.started_at")} AS started_at,
+    CASE WHEN t.finished_at IS NOT NULL THEN {_iso("t.finished_at")} END AS finished_at,
+    t.error, t.note, t.end_requested
+    FROM turn_rows t JOIN conversations c ON c.key = t.conversation;
+"""
+
+# Version 4 to 5: every row copied into the compact tables by the Python functions
+# migrate() defines (exact: the same parse_time, the same text test as the store's writes).
+# Rows of no conversation (none: foreign keys are on) would not be reachable, and are left out.
+COMPACT_MESSAGES = (
+    "ALTER TABLE conversations ADD COLUMN key INTEGER",
+    "UPDATE conversations SET key = rowid",
+    "CREATE UNIQUE INDEX IF NOT EXISTS conversations_by_key ON conversations (key)",
+    *(s.strip() for s in MESSAGE_TABLES.split(";") if s.strip()),
+    "INSERT INTO message_rows (id, conversation, turn, kind, text, content, tool_use_id, "
+    f"created_at) SELECT m.id, c.key, m.turn, {_kind_codes('m.kind')}, "
+    "smarthole_text(m.content), "
+    "CASE WHEN smarthole_text(m.content) IS NULL THEN m.content END, "
+    "m.tool_use_id, smarthole_micros(m.created_at) "
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id ORDER BY m.id",
+    # AUTOINCREMENT: never again an id that a deleted message had.
+    "DELETE FROM sqlite_sequence WHERE name = 'message_rows'",
+    "INSERT INTO sqlite_sequence (name, seq) "
+    "SELECT 'message_rows', seq FROM sqlite_sequence WHERE name = 'messages'",
+    "INSERT INTO turn_rows (conversation, number, message_id, status, started_at, finished_at, "
+    "error, note, end_requested) SELECT c.key, t.number, t.message_id, t.status, "
+    "smarthole_micros(t.started_at), smarthole_micros(t.finished_at), t.error, t.note, "
+    "t.end_requested FROM turns t JOIN conversations c ON c.id = t.conversation_id",
+    "DROP TABLE messages",
+    "DROP TABLE turns",
+)
+
 # What turns a database of version N - 1 into version N. SCHEMA always creates the newest
 # tables, so a new database starts at SCHEMA_VERSION and runs none of these.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE inbox ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0",),
     3: tuple(s.strip() for s in TASK_TABLES.split(";") if s.strip()),
     4: tuple(s.strip() for s in USAGE_TABLES.split(";") if s.strip()),
+    5: COMPACT_MESSAGES,
 }
 
 SCHEMA = (
@@ -108,8 +207,10 @@ CREATE TABLE IF NOT EXISTS conversations (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     ended_at TEXT,
-    end_reason TEXT
+    end_reason TEXT,
+    key INTEGER
 );
+CREATE UNIQUE INDEX IF NOT EXISTS conversations_by_key ON conversations (key);
 CREATE INDEX IF NOT EXISTS conversations_by_channel
     ON conversations (channel, ended_at, updated_at);
 CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
@@ -118,31 +219,6 @@ CREATE INDEX IF NOT EXISTS conversations_needing_title ON conversations (title_s
     WHERE title_state = 'pending';
 CREATE INDEX IF NOT EXISTS conversations_needing_summary ON conversations (summary_state)
     WHERE summary_state = 'pending';
-CREATE TABLE IF NOT EXISTS turns (
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    number INTEGER NOT NULL,
-    message_id TEXT NOT NULL UNIQUE,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    error TEXT,
-    note TEXT,
-    end_requested TEXT,
-    PRIMARY KEY (conversation_id, number)
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    turn INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    content TEXT NOT NULL,
-    tool_use_id TEXT,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, turn, id);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_by_tool_use
-    ON messages (tool_use_id, kind) WHERE tool_use_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS tool_calls (
     tool_use_id TEXT PRIMARY KEY,
     conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
@@ -210,6 +286,8 @@ CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id
 """
     + TASK_TABLES
     + USAGE_TABLES
+    + MESSAGE_TABLES
+    + MESSAGE_VIEWS
 )
 
 
@@ -248,34 +326,55 @@ def _make_private(path: Path) -> None:
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    # CREATE ... IF NOT EXISTS is idempotent, so two processes opening a new database at once
-    # are harmless; the busy timeout serialises them.
-    db.executescript(SCHEMA)
     db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then find it done
     try:
         version = _version(db)
-        if version is None:  # a new database: SCHEMA made the newest tables
-            db.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        elif version > SCHEMA_VERSION:
+        if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
                 f"the database was written by a newer smarthole "
                 f"(schema {version} > {SCHEMA_VERSION})"
             )
-        elif version < SCHEMA_VERSION:
+        if version is not None and version < SCHEMA_VERSION:
+            _define_functions(db)
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[target]:
                     db.execute(statement)
-            db.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-            )
+        # After the migrations, which need the old tables as they were: CREATE ... IF NOT
+        # EXISTS makes a new database's tables, and nothing in a migrated one.
+        for statement in _statements(SCHEMA):
+            db.execute(statement)
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
 
 
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _define_functions(db: sqlite3.Connection) -> None:
+    """The Python a migration's SQL calls: the store's own conversions, so a migrated row is
+    what the store would have written."""
+
+    def text_of(content: str) -> str | None:
+        return stored_text(json.loads(content))
+
+    def micros_of(text: str | None) -> int | None:
+        return None if text is None else micros(parse_time(text))
+
+    db.create_function("smarthole_text", 1, text_of, deterministic=True)
+    db.create_function("smarthole_micros", 1, micros_of, deterministic=True)
+
+
 def _version(db: sqlite3.Connection) -> int | None:
+    """The schema version; None for a new database."""
+    if not db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'meta'").fetchone():
+        return None
     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else None

@@ -9,6 +9,7 @@ import pytest
 from smarthole.agent.history import MESSAGE_BYTES, HistoryCache, with_breakpoint
 from smarthole.agent.prompts import turn_context
 from smarthole.db.store import Store
+from smarthole.formats import micros
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
@@ -43,7 +44,7 @@ def store(tmp_path):
 
 
 def say(store, conversation, turn, words, kind="user"):
-    role = "user" if kind == "user" else "assistant"
+    role = "user" if kind in ("user", "tool_result") else "assistant"
     store.append_message(conversation.id, turn, role, kind, [{"type": "text", "text": words}])
 
 
@@ -59,7 +60,7 @@ def test_each_user_message_starts_with_its_turn_and_time(store):
     cache = HistoryCache(store, turn_context)
     (message,) = cache.window(conversation.id, current_turn=1, budget_chars=1000).messages
     context, words = message["content"]
-    assert context == turn_context(1, "2026-11-22T09:00:00+00:00")
+    assert context == turn_context(1, micros(NOW))
     assert context["text"].startswith("<context>Turn 1, sent Sunday, 22 November 2026, ")
     assert words == {"type": "text", "text": "Hello"}
 

@@ -61,7 +61,7 @@ def test_a_disagreement_between_ledger_turns_and_events_is_reported(home, fake, 
     run_once(home, env)
     assert torture.disagreement(Home(home)) == []
     with db(home) as connection:
-        connection.execute("UPDATE turns SET status = 'running' WHERE message_id = 'm1'")
+        connection.execute("UPDATE turn_rows SET status = 'running' WHERE message_id = 'm1'")
     (problem,) = torture.disagreement(Home(home))
     assert problem == "message m1: ledger done, turn running, 1 turn_completed event(s)"
 

@@ -11,7 +11,7 @@ import pytest
 from smarthole.agent.history import NOT_RUN, to_api_messages
 from smarthole.db.ledger import Admission, Ledger
 from smarthole.db.pending import PendingQuestion, PendingQuestions
-from smarthole.db.records import StoredMessage
+from smarthole.db.records import KINDS, StoredMessage
 from smarthole.db.store import Store
 from smarthole.errors import CorruptStoreError
 from smarthole.pipeline.message import parse_message
@@ -155,7 +155,7 @@ def test_the_history_tail_reads_whole_turns_back_to_the_first_that_does_not_fit(
     assert turns(1) == ([4, 5], True), "the current turn always, and the boundary"
     last_but_one = store.history_rows(conversation.id, after_id=0)[-2][0]
     new = store.history_rows(conversation.id, after_id=last_but_one)
-    assert [(row[1], row[2]) for row in new] == [(5, "assistant")]
+    assert [(row[1], KINDS[row[2]]) for row in new] == [(5, "assistant")]
 
 
 def test_a_pinned_title_is_never_overwritten(store):

@@ -18,6 +18,7 @@ from smarthole.db.usage import COUNTS, UsageLog, UsageTotals
 from smarthole.pipeline import turn as turn_module
 from smarthole.testing import text, tool_use
 from smarthole.testing.cache import PromptCache
+from tests.db.oldschema import version_4_database
 from tests.helpers import db, drop, finals, run_once, write_config
 
 MODEL = ModelSettings().name
@@ -220,8 +221,7 @@ def test_per_conversation_groups_turns_then_titles_and_summaries(store):
 
 def test_a_version_3_database_gains_the_usage_table(tmp_path):
     path = tmp_path / "old.db"
-    Store.open(path, clock=lambda: datetime.now(UTC)).close()
-    old = sqlite3.connect(path)
+    old = version_4_database(path)
     old.execute("DROP TABLE usage")
     old.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     old.commit()
@@ -229,7 +229,7 @@ def test_a_version_3_database_gains_the_usage_table(tmp_path):
     store = Store.open(path, clock=lambda: datetime.now(UTC))
     try:
         (version,) = store.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version == str(SCHEMA_VERSION) == "4"
+        assert version == str(SCHEMA_VERSION) == "5"
         indexes = {r["name"] for r in store.query("PRAGMA index_list(usage)")}
         assert {"usage_by_time", "usage_by_conversation"} <= indexes
         UsageLog(store).record(counts(1, 1), purpose="turn", model="m", conversation_id="c", turn=1)

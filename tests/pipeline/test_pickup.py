@@ -21,6 +21,7 @@ from smarthole.db.schema import SCHEMA_VERSION
 from smarthole.db.store import Store
 from smarthole.home import Home
 from smarthole.testing import text, tool_use
+from tests.db.oldschema import version_4_database
 from tests.helpers import db, drop, finals, read_outbox, run_once, smarthole, wait_for, write_config
 
 POISON_FILES = {
@@ -393,9 +394,7 @@ def test_a_duplicate_is_counted_and_announced_in_one_commit(home, fake, env, mon
 
 def test_a_database_from_before_duplicate_counts_is_migrated(tmp_path):
     path = tmp_path / "old.db"
-    store = Store.open(path, clock=lambda: datetime.now(UTC))
-    store.close()
-    old = sqlite3.connect(path)
+    old = version_4_database(path)
     old.execute("ALTER TABLE inbox DROP COLUMN duplicates")
     old.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     old.commit()
