@@ -9,10 +9,11 @@ Heavy modules are imported inside the commands so ``smarthole --help`` stays fas
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import __version__
@@ -35,10 +36,8 @@ USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageEr
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
+    args = parse(argv)
+    if args is None:
         return 0
     configure_logging(args)
     try:
@@ -56,6 +55,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SmartholeError as exc:
         print(f"smarthole: {exc}", file=sys.stderr)
         return 1
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace | None:
+    """The parsed command line; None, having printed the help, when it names no command.
+
+    The parser is not kept: the daemon runs for days after parsing.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return None
+    return args
 
 
 def configure_logging(args: argparse.Namespace) -> None:
@@ -82,8 +94,21 @@ def configure_logging(args: argparse.Namespace) -> None:
         logging.getLogger("watchdog").setLevel(logging.CRITICAL)
 
 
+def lazy(target: str) -> Callable[[argparse.Namespace], int]:
+    """The handler ``module.function`` of this package, imported when its command runs: the
+    daemon (``run``) does not load what chat, service, export or mcp need (``command`` takes
+    a handler or such a name)."""
+    module, _, function = target.partition(".")
+
+    def handler(args: argparse.Namespace) -> int:
+        result: int = getattr(importlib.import_module(f".{module}", __name__), function)(args)
+        return result
+
+    return handler
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from . import chat, commands, service, teams, transfer
+    from . import commands
 
     parser = argparse.ArgumentParser(
         prog="smarthole",
@@ -101,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         # SUPPRESS: a --home given before the command is not reset by the command's default.
         p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=HOME_HELP)
         p.add_argument("-v", "--verbose", action="count", default=0, help="log more")
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler=lazy(handler) if isinstance(handler, str) else handler)
         return p
 
     p = command("init", commands.init, "create the home folder and its config.toml")
@@ -150,10 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --check: a problem when a message has waited longer",
     )
 
-    command("reload", service.reload, "make the running daemon re-read config.toml (SIGHUP)")
+    command("reload", "service.reload", "make the running daemon re-read config.toml (SIGHUP)")
 
-    p = command("service", service.main, "run smarthole as a systemd or launchd user service")
-    service.add_arguments(p, HOME_HELP)
+    p = command("service", "service.main", "run smarthole as a systemd or launchd user service")
+    service_arguments(p)
 
     p = command("retry", commands.retry, "make deferred messages due and redrive dead ones")
     p.add_argument("ids", nargs="*", metavar="ID", help="message ids or unique prefixes")
@@ -177,10 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--usage", action="store_true", help="the tokens each turn used, and totals")
     p.add_argument("--json", action="store_true", help="with --usage: one JSON object")
 
-    p = command("resume", chat.resume, "pick a conversation and continue it in chat")
+    p = command("resume", "chat.resume", "pick a conversation and continue it in chat")
     p.add_argument("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")
 
-    p = command("chat", chat.chat, "talk to the agent in this terminal")
+    p = command("chat", "chat.chat", "talk to the agent in this terminal")
     p.add_argument("--channel", metavar="C", default=None, help="the channel (default: chat)")
     target = p.add_mutually_exclusive_group()
     target.add_argument("--conversation", metavar="ID", help="continue this conversation")
@@ -192,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     number_option(p, "--timeout", 600.0, "SECONDS", "how long to wait for each reply")
 
-    p = command("export", transfer.export, "export a conversation as JSON or Markdown")
+    p = command("export", "transfer.export", "export a conversation as JSON or Markdown")
     p.add_argument("id", metavar="ID", help=ID_HELP)
     p.add_argument(
         "--format",
@@ -201,21 +226,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="json (default), markdown, or context: the entry agent and the turns only",
     )
 
-    p = command("import", transfer.import_context, "import a context JSON as a new conversation")
+    p = command("import", "transfer.import_context", "import a context JSON as a new conversation")
     p.add_argument("file", metavar="FILE", help="the JSON file, or - for standard input")
     p.add_argument("--channel", metavar="C", default="default", help="its channel (default)")
 
-    p = command("agents", teams.agents, "list the entry agent and the team agents")
+    p = command("agents", "teams.agents", "list the entry agent and the team agents")
     p.add_argument("--json", action="store_true", help="print JSON")
 
-    p = command("tasks", teams.tasks, "list team tasks (running ones and the last 10)")
+    p = command("tasks", "teams.tasks", "list team tasks (running ones and the last 10)")
     p.add_argument("--all", action="store_true", help="list every task")
     p.add_argument("--json", action="store_true", help="print JSON")
     actions = p.add_subparsers(dest="tasks_command", metavar="ACTION")
-    p = command("show", teams.show, "a task and its agent turns", under=actions)
+    p = command("show", "teams.show", "a task and its agent turns", under=actions)
     p.add_argument("id", metavar="ID", help="the task's id or a unique prefix")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p = command("abort", teams.abort, "stop a task after the model call in flight", under=actions)
+    p = command("abort", "teams.abort", "stop a task after the model call in flight", under=actions)
     p.add_argument("id", metavar="ID", help="the task's id or a unique prefix")
 
     p = command("new", commands.new, "end a channel's active conversation")
@@ -244,17 +269,39 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("plugins", commands.plugins, "list plugins, their hooks and tools")
     p.add_argument("--json", action="store_true", help="a JSON list")
 
-    from . import mcp
-
     servers = sub.add_parser("mcp", help="list and try the MCP servers of config.toml")
     under = servers.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True)
-    p = command("list", mcp.mcp_list, "each MCP server, its state and its tools", under=under)
+    p = command("list", "mcp.mcp_list", "each MCP server, its state and its tools", under=under)
     p.add_argument("--json", action="store_true", help="one JSON array")
-    p = command("call", mcp.mcp_call, "call one MCP tool and print the result", under=under)
+    p = command("call", "mcp.mcp_call", "call one MCP tool and print the result", under=under)
     p.add_argument("server", metavar="SERVER", help="the server's name in config.toml")
     p.add_argument("tool", metavar="TOOL", help="the tool's name on its server")
     p.add_argument("--args", metavar="JSON", help="the arguments, a JSON object")
     return parser
+
+
+def service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``service`` subcommands and their options (run by ``service.main``)."""
+    sub = parser.add_subparsers(dest="service_command", metavar="ACTION", required=True)
+
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=HOME_HELP)
+        p.add_argument(
+            "--name",
+            metavar="NAME",
+            help="run several homes side by side: the unit is smarthole-NAME",
+        )
+        return p
+
+    p = action("install", "install and start smarthole as a user service")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the files and commands; change nothing"
+    )
+    p.add_argument("--force", action="store_true", help="replace an installed unit of that name")
+    p.add_argument("--no-start", action="store_true", help="write the files; run nothing")
+    action("uninstall", "stop, disable and remove the service")
+    action("status", "the service manager's view, then `smarthole status`")
 
 
 def print_json(data: Any) -> None:

@@ -53,30 +53,6 @@ class Plan:
         return self.target.start_commands
 
 
-def add_arguments(parser: argparse.ArgumentParser, home_help: str) -> None:
-    """The ``service`` subcommands and their options."""
-    sub = parser.add_subparsers(dest="service_command", metavar="ACTION", required=True)
-
-    def action(name: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
-        p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=home_help)
-        p.add_argument(
-            "--name",
-            metavar="NAME",
-            help="run several homes side by side: the unit is smarthole-NAME",
-        )
-        return p
-
-    p = action("install", "install and start smarthole as a user service")
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the files and commands; change nothing"
-    )
-    p.add_argument("--force", action="store_true", help="replace an installed unit of that name")
-    p.add_argument("--no-start", action="store_true", help="write the files; run nothing")
-    action("uninstall", "stop, disable and remove the service")
-    action("status", "the service manager's view, then `smarthole status`")
-
-
 def main(args: argparse.Namespace) -> int:
     handlers = {"install": install, "uninstall": uninstall, "status": status}
     return handlers[args.service_command](args)

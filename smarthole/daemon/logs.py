@@ -18,7 +18,6 @@ import contextlib
 import contextvars
 import json
 import logging
-import logging.handlers
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -144,7 +143,10 @@ def setup_logging(
     root.addHandler(console)
     if log_file is not None:
         # A file has no journal around it: JSON stays JSON, anything else gets timestamps.
-        handler = logging.handlers.WatchedFileHandler(log_file, encoding="utf-8")
+        # Imported only here: with pickle, 0.5 MiB that a daemon would keep for nothing.
+        from logging.handlers import WatchedFileHandler
+
+        handler = WatchedFileHandler(log_file, encoding="utf-8")
         handler.setFormatter(formatter_for("json" if fmt == "json" else "text"))
         root.addHandler(handler)
     set_level(level, verbose=verbose)

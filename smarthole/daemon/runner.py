@@ -34,6 +34,7 @@ from ..home import Home, HomeLock
 from ..mcpservers import McpServers
 from ..pipeline.inbox import Watcher
 from .logs import log_context, set_level
+from .memory import fix_malloc_thresholds, settle
 from .notify import Notifier
 from .reload import reload_config
 from .runtime import Runtime
@@ -168,7 +169,8 @@ class Daemon:
             watcher = runtime.inbox.watch(self.wake)
             watcher.start()
             if self.handle_signals:  # it owns the process, not embedded in a test or a chat
-                _settle_memory()
+                fix_malloc_thresholds(self.env)
+                settle()
             self._start_workers(runtime)
             self.started = True
             self.ready.set()
@@ -366,16 +368,3 @@ class Daemon:
                 grace,
             )
         return not alive
-
-
-def _settle_memory() -> None:
-    """Keep the garbage collector off what start-up made, which lives as long as we do.
-
-    Importing anthropic alone leaves some 150,000 objects; a full collection walks them all
-    (80 ms on a small machine) with the GIL held, and under load one comes every few hundred
-    messages: the main loop then claims nothing for that long (the pickup tail). ``gc.freeze``
-    moves them out of the collector's sight; what is made later is collected as before.
-    Only for a daemon that owns its process; it unfreezes when it stops all the same.
-    """
-    gc.collect()
-    gc.freeze()

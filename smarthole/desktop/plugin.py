@@ -11,10 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__, hookimpl
 from ..db.events import EventLog
-from .connection import Bridge, Identity
-from .intake import Intake
-from .protocol import Notification
-from .records import BridgeRecords
 
 if TYPE_CHECKING:
     from ..db.outbox import OutboxItem
@@ -33,6 +29,11 @@ def startup(app: PluginApp) -> None:
     settings = getattr(getattr(app, "config", None), "desktop", None)
     if settings is None or not settings.enabled:
         return
+    # Imported here: a daemon without the bridge does not keep its modules (0.35 MiB).
+    from .connection import Bridge, Identity
+    from .intake import Intake
+    from .records import BridgeRecords
+
     store = app.store
     records = BridgeRecords(store)
     records.prune(app.now())
@@ -55,6 +56,8 @@ def deliver(outbox_item: OutboxItem) -> None:
         return
     if records.message(outbox_item.in_reply_to) is None:
         return  # not from the desktop: it has nowhere to show this
+    from .protocol import Notification
+
     if records.queue(Notification.for_item(outbox_item, outbox_item.in_reply_to)):
         bridge.wake()
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from smarthole.agent.history import NOT_RUN, to_api_messages
+from smarthole.db.connection import PAGE_CACHE_KIB
 from smarthole.db.ledger import Admission, Ledger
 from smarthole.db.pending import PendingQuestion, PendingQuestions
 from smarthole.db.records import KINDS, StoredMessage
@@ -250,3 +251,8 @@ def test_pending_questions_expire_strictly_after_the_timeout(store):
     dropped = pending.expire(NOW, 60)
     assert [q.conversation_id for q in dropped] == ["old"]
     assert pending.get("young") is not None and pending.get("old") is None
+
+
+def test_the_connection_keeps_a_small_page_cache(store):
+    (size,) = store.query_one("PRAGMA cache_size")
+    assert size == -PAGE_CACHE_KIB, "negative: in KiB, not pages"
