@@ -237,7 +237,7 @@ class Conversations:
                     self.store.complete_turn(db, conversation.id, number, note="imported")
                 kind = "user" if role == "human" else "assistant"
                 block = [{"type": "text", "text": content}]
-                self.store.append_message(conversation.id, number, kind, kind, block, db=db)
+                self.store.append_message(conversation.id, number, kind, block, db=db)
         self.end(conversation, "imported")
         return self.store.conversation(conversation.id) or conversation
 

@@ -64,7 +64,7 @@ def fill_conversation(store: Store, texts: list[str]) -> tuple[str, int]:
             if role == "user":
                 number = store.start_turn(db, conversation.id, f"bench-{index}")
             block = [{"type": "text", "text": text}]
-            store.append_message(conversation.id, number, role, role, block, db=db)
+            store.append_message(conversation.id, number, role, block, db=db)
     return conversation.id, number
 
 

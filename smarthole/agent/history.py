@@ -272,7 +272,7 @@ class HistoryCache:
         # json.loads calls cost twice as much. Most are one text block, stored as its text.
         parsed = iter(json.loads(f"[{','.join(row[3] for row in rows if row[4])}]"))
         size = 0
-        turn = _Turn()
+        turn: _Turn  # set by the first row: number starts unmatched
         number = None
         for _, row_turn, code, body, is_json, created_at in rows:  # a reload: thousands
             plain = not is_json and body != "" and not body.isspace()

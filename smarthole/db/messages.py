@@ -40,17 +40,14 @@ class MessageTables(Database):
         self,
         conversation_id: str,
         turn: int,
-        role: str,
         kind: str,
         content: list[dict[str, Any]],
         *,
         tool_use_id: str | None = None,
         db: sqlite3.Connection | None = None,
     ) -> StoredMessage:
-        """Append one message row and commit (or join the caller's transaction).
-
-        ``role`` is not stored: the kind says it (records.ROLES).
-        """
+        """Append one message row and commit (or join the caller's transaction); the kind
+        decides the role (records.ROLES)."""
         moment = self.clock()
         now = iso(moment)
         text = stored_text(content)

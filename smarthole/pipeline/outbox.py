@@ -47,17 +47,22 @@ class Outbox(OutboxRecord):
         delivery commits with its turn. A crash before that delivers it again."""
         assert item["kind"] in KINDS, item["kind"]
         planned, state = self.plan(item_id, **item)
-        if state == "planned":
-            self._write(planned)
-        if state != "delivered":
-            self.plugins.notify("deliver", outbox_item=planned)
+        self._hand_over(planned, state)
         return planned
 
     def _complete(self, item: OutboxItem, state: str) -> None:
+        if self._hand_over(item, state):
+            self.mark(item.id, "delivered")
+
+    def _hand_over(self, item: OutboxItem, state: str) -> bool:
+        """Write the item if it is only planned, and hand it to the ``deliver`` hook unless
+        that was recorded; returns whether the hook ran."""
         if state == "planned":
             self._write(item)
-        if state in ("planned", "written"):
-            self._deliver(item)
+        if state == "delivered":
+            return False
+        self.plugins.notify("deliver", outbox_item=item)
+        return True
 
     def _write(self, item: OutboxItem) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -77,10 +82,6 @@ class Outbox(OutboxRecord):
                 waiting_for_reply=item.waiting_for_reply,
             )
         logger.info("wrote %s reply %s to %s", item.kind, item.id, item.path.name)
-
-    def _deliver(self, item: OutboxItem) -> None:
-        self.plugins.notify("deliver", outbox_item=item)
-        self.mark(item.id, "delivered")
 
     def finish(self, item_id: str) -> None:
         """Write and deliver a planned or written item (crash recovery)."""

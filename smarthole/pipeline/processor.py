@@ -151,7 +151,6 @@ class Processor:
                 conversation.id,
                 number,
                 "user",
-                "user",
                 [{"type": "text", "text": message.text}],
                 db=db,
             )
@@ -239,7 +238,6 @@ class Processor:
             self.store.append_message(
                 conversation.id,
                 number,
-                "assistant",
                 "note",
                 [{"type": "text", "text": outcome.note}],
             )
@@ -289,7 +287,6 @@ class Processor:
             self.store.append_message(
                 conversation.id,
                 number,
-                "assistant",
                 "error",
                 [{"type": "text", "text": str(error)}],
             )

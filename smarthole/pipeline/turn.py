@@ -99,7 +99,6 @@ class TurnRun:
         with self.store.transaction() as db:
             self._append(
                 "assistant",
-                "assistant",
                 reply.content,
                 db=db,
                 stop_reason=reply.stop_reason,
@@ -128,7 +127,7 @@ class TurnRun:
             }
         ]
         with self.store.transaction() as db:
-            self._append("user", "tool_result", content, tool_use_id=block["id"], db=db)
+            self._append("tool_result", content, tool_use_id=block["id"], db=db)
             self.events.emit(
                 "tool_finished",
                 **self._where,
@@ -164,7 +163,7 @@ class TurnRun:
 
     def record_text(self, text: str) -> None:
         """Store a reply that no model call wrote (a team task's result) as the agent's."""
-        self._append("assistant", "assistant", [{"type": "text", "text": text}])
+        self._append("assistant", [{"type": "text", "text": text}])
 
     # -- TurnControl ------------------------------------------------------------------------
 
@@ -190,7 +189,6 @@ class TurnRun:
                 stored = self.store.append_message(
                     self.conversation.id,
                     self.number,
-                    "assistant",
                     transcript_kind,
                     [{"type": "text", "text": text}],
                     tool_use_id=tool_use_id,
@@ -212,7 +210,6 @@ class TurnRun:
 
     def _append(
         self,
-        role: str,
         kind: str,
         content: list[dict[str, Any]],
         *,
@@ -224,7 +221,6 @@ class TurnRun:
             stored = self.store.append_message(
                 self.conversation.id,
                 self.number,
-                role,
                 kind,
                 content,
                 tool_use_id=tool_use_id,
@@ -234,7 +230,7 @@ class TurnRun:
                 "message_stored",
                 **self._where,
                 db=db or connection,
-                role=role,
+                role=stored.role,
                 kind=kind,
                 stored_id=stored.id,
                 **event_fields,

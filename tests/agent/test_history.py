@@ -44,8 +44,7 @@ def store(tmp_path):
 
 
 def say(store, conversation, turn, words, kind="user"):
-    role = "user" if kind in ("user", "tool_result") else "assistant"
-    store.append_message(conversation.id, turn, role, kind, [{"type": "text", "text": words}])
+    store.append_message(conversation.id, turn, kind, [{"type": "text", "text": words}])
 
 
 def texts(messages):

@@ -124,7 +124,7 @@ def test_a_version_4_database_keeps_every_message_turn_and_conversation(tmp_path
         kept_json = {2, 3, 11}
         assert stored == [(id, id not in kept_json, id not in kept_json) for id in range(1, 13)]
         # A deleted message's id is never given again.
-        again = store.append_message("c2", 1, "user", "user", [{"type": "text", "text": "x"}])
+        again = store.append_message("c2", 1, "user", [{"type": "text", "text": "x"}])
         assert again.id == 14
     finally:
         store.close()

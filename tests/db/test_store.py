@@ -128,7 +128,7 @@ def test_empty_text_blocks_are_dropped():
 def start(store, conversation, message_id, words):
     with store.transaction() as db:
         number = store.start_turn(db, conversation.id, message_id)
-        store.append_message(conversation.id, number, "user", "user", text(words), db=db)
+        store.append_message(conversation.id, number, "user", text(words), db=db)
     return number
 
 
@@ -144,7 +144,7 @@ def test_the_history_tail_reads_whole_turns_back_to_the_first_that_does_not_fit(
     conversation = store.create_conversation("default")
     for n in range(1, 6):
         start(store, conversation, f"m{n}", "x" * 100)
-        store.append_message(conversation.id, n, "assistant", "assistant", text("y" * 100))
+        store.append_message(conversation.id, n, "assistant", text("y" * 100))
     size = len(store.history_rows(conversation.id, after_id=0)[0][3])
 
     def turns(budget):

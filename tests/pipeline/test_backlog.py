@@ -74,44 +74,44 @@ def test_a_backlog_at_start_is_answered_in_each_channels_order(home, fake, env):
         assert said == [f"{channel}{n}" for n in range(per_channel)]
 
 
-def test_an_arrival_right_after_a_claim_is_seen_at_once(tmp_path):
-    """A rename out of the folder (a claim) does not hold back the next event.
-
-    watchdog pairs moves by holding each ``IN_MOVED_FROM`` for 0.5 s, and the events behind
-    it wait too; the watcher turns that off. The bound below is far under those 0.5 s.
-    """
-    folder, elsewhere = tmp_path / "inbox", tmp_path / "claimed"
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[tuple[Path, threading.Event]]:
+    """A watched inbox folder holding one file, and the event its watcher sets on a wake."""
+    folder = tmp_path / "inbox"
     folder.mkdir()
-    elsewhere.mkdir()
     (folder / "first").write_text("x")
     woken = threading.Event()
     watcher = Watcher(folder, woken.set)
     watcher.start()
     try:
-        (tmp_path / "second.tmp").write_text("y")
-        sent = time.monotonic()
-        os.rename(folder / "first", elsewhere / "first")  # IN_MOVED_FROM, as a claim makes
-        os.rename(tmp_path / "second.tmp", folder / "second")  # the arrival behind it
-        assert woken.wait(timeout=5)
-        assert time.monotonic() - sent < 0.4
+        yield folder, woken
     finally:
         watcher.stop()
 
 
-def test_a_look_at_a_file_does_not_wake_the_daemon(tmp_path):
+def test_an_arrival_right_after_a_claim_is_seen_at_once(tmp_path, watched):
+    """A rename out of the folder (a claim) does not hold back the next event.
+
+    watchdog pairs moves by holding each ``IN_MOVED_FROM`` for 0.5 s, and the events behind
+    it wait too; the watcher turns that off. The bound below is far under those 0.5 s.
+    """
+    folder, woken = watched
+    elsewhere = tmp_path / "claimed"
+    elsewhere.mkdir()
+    (tmp_path / "second.tmp").write_text("y")
+    sent = time.monotonic()
+    os.rename(folder / "first", elsewhere / "first")  # IN_MOVED_FROM, as a claim makes
+    os.rename(tmp_path / "second.tmp", folder / "second")  # the arrival behind it
+    assert woken.wait(timeout=5)
+    assert time.monotonic() - sent < 0.4
+
+
+def test_a_look_at_a_file_does_not_wake_the_daemon(tmp_path, watched):
     """Opening and closing an inbox file without writing (the claim's lease check does) is
     no news: only changes wake the loop."""
-    folder = tmp_path / "inbox"
-    folder.mkdir()
-    (folder / "waiting").write_text("x")
-    woken = threading.Event()
-    watcher = Watcher(folder, woken.set)
-    watcher.start()
-    try:
-        (folder / "waiting").read_text()  # IN_OPEN, IN_CLOSE_NOWRITE
-        assert not woken.wait(timeout=0.5), "a read woke the daemon"
-        (tmp_path / "next").write_text("y")
-        os.rename(tmp_path / "next", folder / "next")
-        assert woken.wait(timeout=5), "the watcher was listening all along"
-    finally:
-        watcher.stop()
+    folder, woken = watched
+    (folder / "first").read_text()  # IN_OPEN, IN_CLOSE_NOWRITE
+    assert not woken.wait(timeout=0.5), "a read woke the daemon"
+    (tmp_path / "next").write_text("y")
+    os.rename(tmp_path / "next", folder / "next")
+    assert woken.wait(timeout=5), "the watcher was listening all along"
