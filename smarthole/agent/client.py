@@ -7,6 +7,8 @@ starts fast. Every failure becomes a ``ModelError`` that says whether a retry ca
 from __future__ import annotations
 
 import email.utils
+import functools
+import json
 import logging
 import os
 import time
@@ -96,7 +98,7 @@ class ModelClient:
             params["tools"] = tools
         started = time.monotonic()
         try:
-            with self._client.messages.stream(**params) as stream:
+            with self._stream(params) as stream:
                 unclosed = _unclosed_blocks(stream)
                 final = stream.get_final_message()
         except anthropic.APIError as exc:
@@ -130,8 +132,36 @@ class ModelClient:
             model=final.model or params["model"],
         )
 
+    def _stream(self, params: dict[str, Any]) -> Any:
+        """``messages.stream(**params)``, with the body encoded here, once.
+
+        ``messages.stream`` deep-copies every request body before encoding it, so a retry can
+        send it again: a walk over every block of the conversation, the largest single cost of
+        a model call with a long history. The body here is plain JSON data already, so it is
+        encoded straight to the bytes the SDK would send (its encoder's settings), which the
+        SDK's own retries then send again unchanged.
+        """
+        from anthropic import NOT_GIVEN, Stream
+        from anthropic.lib.streaming import MessageStreamManager
+        from anthropic.types import Message, RawMessageStreamEvent
+
+        body = _ENCODE({**params, "stream": True}).encode()
+        request = functools.partial(
+            self._client.post,
+            "/v1/messages",
+            content=body,
+            cast_to=Message,
+            stream=True,
+            stream_cls=Stream[RawMessageStreamEvent],
+        )
+        return MessageStreamManager(request, output_format=NOT_GIVEN)
+
     def close(self) -> None:
         self._client.close()
+
+
+# The SDK's own body encoding: compact, UTF-8 as is, no NaN.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def _unclosed_blocks(events: Iterable[Any]) -> dict[int, Any]:
