@@ -7,12 +7,11 @@ starts fast. Every failure becomes a ``ModelError`` that says whether a retry ca
 from __future__ import annotations
 
 import email.utils
-import functools
 import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,9 +97,7 @@ class ModelClient:
             params["tools"] = tools
         started = time.monotonic()
         try:
-            with self._stream(params) as stream:
-                unclosed = _unclosed_blocks(stream)
-                final = stream.get_final_message()
+            reply = _Reply.read(self._stream(params))
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
@@ -115,46 +112,39 @@ class ModelClient:
                 retryable=True,
                 kind="server",
             ) from exc
-        _check_complete(final, unclosed, params["max_tokens"])
-        usage = final.usage.model_dump(exclude_none=True) if final.usage else {}
+        reply.check_complete(params["max_tokens"])
         logger.debug(
             "model %s answered in %.2fs (%s, %s)",
             params["model"],
             time.monotonic() - started,
-            final.stop_reason,
-            usage,
+            reply.stop_reason,
+            reply.usage,
         )
-        content = [block.model_dump(exclude_none=True, mode="json") for block in final.content]
         return ModelReply(
-            content=content,
-            stop_reason=final.stop_reason,
-            usage=usage,
-            model=final.model or params["model"],
+            content=reply.content(),
+            stop_reason=reply.stop_reason,
+            usage=reply.usage,
+            model=reply.model or params["model"],
         )
 
     def _stream(self, params: dict[str, Any]) -> Any:
-        """``messages.stream(**params)``, with the body encoded here, once.
+        """The raw event stream of ``messages.create(**params, stream=True)``, events as dicts.
 
-        ``messages.stream`` deep-copies every request body before encoding it, so a retry can
-        send it again: a walk over every block of the conversation, the largest single cost of
-        a model call with a long history. The body here is plain JSON data already, so it is
-        encoded straight to the bytes the SDK would send (its encoder's settings), which the
-        SDK's own retries then send again unchanged.
+        Two costs of the SDK's streaming helpers are skipped; it still sends the request,
+        retries it, and raises its errors, an ``error`` event in the stream included:
+        * ``messages.stream`` deep-copies every request body before encoding it, so a retry can
+          send it again: a walk over every block of the conversation, the largest single cost
+          of a call with a long history. The body here is plain JSON data already, so it is
+          encoded once, with the SDK's encoder settings, and its retries resend those bytes.
+        * Each event would become a pydantic model, and the message stream re-parses a tool
+          call's partial input on every delta. :class:`_Reply` reads the events' plain JSON.
         """
-        from anthropic import NOT_GIVEN, Stream
-        from anthropic.lib.streaming import MessageStreamManager
-        from anthropic.types import Message, RawMessageStreamEvent
+        from anthropic import Stream
 
         body = _ENCODE({**params, "stream": True}).encode()
-        request = functools.partial(
-            self._client.post,
-            "/v1/messages",
-            content=body,
-            cast_to=Message,
-            stream=True,
-            stream_cls=Stream[RawMessageStreamEvent],
+        return self._client.post(
+            "/v1/messages", content=body, cast_to=object, stream=True, stream_cls=Stream[object]
         )
-        return MessageStreamManager(request, output_format=NOT_GIVEN)
 
     def close(self) -> None:
         self._client.close()
@@ -164,48 +154,158 @@ class ModelClient:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def _unclosed_blocks(events: Iterable[Any]) -> dict[int, Any]:
-    """Read a stream to its end; returns the content blocks it never stopped, by index."""
-    started: dict[int, Any] = {}
-    for event in events:
-        if event.type == "content_block_start":
-            started[event.index] = event.content_block
-        elif event.type == "content_block_stop":
-            started.pop(event.index, None)
-    return started
+class _Reply:
+    """A reply assembled from its stream's events (plain JSON), as the SDK's message stream
+    assembles it, and whether it is complete."""
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] | None = None  # from message_start
+        self.blocks: dict[int, dict[str, Any]] = {}  # by index
+        self.open: set[int] = set()  # started and not stopped
+        self.inputs: dict[int, str] = {}  # a tool call's input JSON so far
+        self.unreadable: set[int] = set()  # closed tool calls whose input is not JSON
+
+    @classmethod
+    def read(cls, stream: Any) -> _Reply:
+        """Read ``stream`` to its end (closing it); a broken stream raises as the SDK does."""
+        reply = cls()
+        with stream:
+            for event in stream:
+                try:
+                    reply.add(event)
+                except (KeyError, TypeError, AttributeError) as exc:  # a malformed event
+                    raise ValueError(f"unexpected event {str(event)[:200]}") from exc
+        return reply
+
+    def add(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if self.message is None:
+            if kind == "message_start":
+                self.message = dict(event["message"])
+                self.message["usage"] = dict(self.message.get("usage") or {})
+            return  # the SDK skips events before message_start too
+        if kind == "content_block_start":
+            index = event["index"]
+            self.blocks[index] = dict(event["content_block"])
+            self.open.add(index)
+        elif kind == "content_block_delta":
+            self._delta(self.blocks[event["index"]], event["index"], event["delta"])
+        elif kind == "content_block_stop":
+            index = event["index"]
+            self.open.discard(index)
+            if index in self.inputs:
+                self._parse_input(index)
+        elif kind == "message_delta":
+            self._message_delta(event)
+
+    def _delta(self, block: dict[str, Any], index: int, delta: dict[str, Any]) -> None:
+        kind, block_type = delta.get("type"), block.get("type")
+        if kind == "text_delta" and block_type == "text":
+            block["text"] = block.get("text", "") + delta["text"]
+        elif kind == "input_json_delta" and "input" in block:
+            self.inputs[index] = self.inputs.get(index, "") + delta["partial_json"]
+        elif kind == "citations_delta" and block_type == "text":
+            block["citations"] = [*(block.get("citations") or []), delta["citation"]]
+        elif kind == "thinking_delta" and block_type == "thinking":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+        elif kind == "signature_delta" and block_type == "thinking":
+            block["signature"] = delta["signature"]
+
+    def _parse_input(self, index: int) -> None:
+        text = self.inputs.pop(index)
+        if not text:
+            return  # no delta: the input the block started with
+        try:
+            self.blocks[index]["input"] = json.loads(text)
+        except ValueError:
+            self.unreadable.add(index)
+
+    def _message_delta(self, event: dict[str, Any]) -> None:
+        assert self.message is not None
+        delta = event.get("delta") or {}
+        for key in ("stop_reason", "stop_sequence", "stop_details"):
+            self.message[key] = delta.get(key)
+        if delta.get("container") is not None:
+            self.message["container"] = delta["container"]
+        # Counts on a message_delta are cumulative: they replace; one left out keeps its value.
+        usage = self.message["usage"]
+        for key, value in (event.get("usage") or {}).items():
+            if value is not None or key == "output_tokens":
+                usage[key] = value
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self.message.get("stop_reason") if self.message else None
+
+    @property
+    def model(self) -> str:
+        return str(self.message.get("model") or "") if self.message else ""
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        usage = self.message["usage"] if self.message else {}
+        return {key: value for key, value in usage.items() if value is not None}
+
+    def content(self) -> list[dict[str, Any]]:
+        """The reply's blocks in order, without null fields (as ``exclude_none`` dumps them:
+        a tool call's input is the model's own data, and keeps its nulls)."""
+        return [
+            {
+                key: value if key == "input" else _without_none(value)
+                for key, value in self.blocks[index].items()
+                if value is not None
+            }
+            for index in sorted(self.blocks)
+        ]
+
+    def check_complete(self, max_tokens: int) -> None:
+        """Refuse a reply that is incomplete, above all a tool call whose input was cut off.
+
+        A tool call cut off by the end of the stream or by ``max_tokens`` may look whole (the
+        SDK's message stream repairs partial input JSON); running it would act on arguments
+        the model never finished. Such a reply is a retryable ``ModelError`` (the attempt is
+        retried later with backoff, like a 5xx): the tool is not run, and nothing of the reply
+        is stored.
+        """
+        cut = next((self.blocks[i] for i in sorted(self.open) if "input" in self.blocks[i]), None)
+        if cut is not None:
+            raise ModelError(
+                f"the model's reply stream ended inside a call of tool {cut.get('name')}, so "
+                "its input is incomplete; the tool was not run",
+                retryable=True,
+                kind="stream",
+            )
+        if self.stop_reason is None or self.open:
+            raise ModelError(
+                "the model's reply stream ended before it was complete",
+                retryable=True,
+                kind="stream",
+            )
+        last = self.blocks[max(self.blocks)] if self.blocks else None
+        if self.stop_reason == "max_tokens" and last is not None and "input" in last:
+            raise ModelError(
+                f"the model reached max_tokens ({max_tokens}) inside a call of tool "
+                f"{last.get('name')}, so its input is incomplete; the tool was not run (raise "
+                "[model] max_tokens if this repeats)",
+                retryable=True,
+                kind="max_tokens",
+            )
+        if self.unreadable:
+            block = self.blocks[min(self.unreadable)]
+            raise ModelError(
+                f"the model's reply stream was not valid JSON: the input of tool call "
+                f"{block.get('name')} does not parse",
+                retryable=True,
+                kind="server",
+            )
 
 
-def _check_complete(final: Any, unclosed: dict[int, Any], max_tokens: int) -> None:
-    """Refuse a reply that is incomplete, above all a tool call whose input was cut off.
-
-    The SDK repairs a tool call's partial input JSON, so a call cut off by the end of the
-    stream or by ``max_tokens`` looks whole; running it would act on arguments the model never
-    finished. Such a reply is a retryable ``ModelError`` (the attempt is retried later with
-    backoff, like a 5xx): the tool is not run, and nothing of the reply is stored.
-    """
-    cut = next((b for b in unclosed.values() if b.type == "tool_use"), None)
-    if cut is not None:
-        raise ModelError(
-            f"the model's reply stream ended inside a call of tool {cut.name}, so its input "
-            "is incomplete; the tool was not run",
-            retryable=True,
-            kind="stream",
-        )
-    if final.stop_reason is None or unclosed:
-        raise ModelError(
-            "the model's reply stream ended before it was complete",
-            retryable=True,
-            kind="stream",
-        )
-    last = final.content[-1] if final.content else None
-    if final.stop_reason == "max_tokens" and last is not None and last.type == "tool_use":
-        raise ModelError(
-            f"the model reached max_tokens ({max_tokens}) inside a call of tool {last.name}, "
-            "so its input is incomplete; the tool was not run (raise [model] max_tokens if "
-            "this repeats)",
-            retryable=True,
-            kind="max_tokens",
-        )
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 def describe(exc: BaseException) -> str:
