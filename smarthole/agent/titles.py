@@ -57,6 +57,7 @@ class Titler:
         self._lock = threading.Lock()
         self._writing: set[tuple[str, str]] = set()
         self._backoff = _Backoff()
+        self._none_due_at: int | None = None  # store.due_marks() when a sweep found none due
 
     @property
     def enabled(self) -> bool:
@@ -115,11 +116,19 @@ class Titler:
         """Write every due title and summary (of one channel, if given); returns how many.
 
         Workers and the housekeeper may sweep at once; each conversation's title or summary
-        is written by one of them only.
+        is written by one of them only. A worker's sweep (of its channel, after each turn)
+        skips the database while nothing can have become due since a sweep found none; the
+        housekeeper's always looks, so what other processes mark due is found on its pass.
         """
+        marks = self.store.due_marks()
+        if channel is not None and self._none_due_at == marks:
+            return 0
         done = 0
+        due = False
         for what, write in (("summary", self.write_summary), ("title", self.write_title)):
-            for conversation in self.store.conversations_needing(what, limit):
+            needing = self.store.conversations_needing(what, limit)
+            due = due or bool(needing)
+            for conversation in needing:
                 if channel is not None and conversation.channel != channel:
                     continue
                 key = (what, conversation.id)
@@ -135,6 +144,7 @@ class Titler:
                 finally:
                     with self._lock:
                         self._writing.discard(key)
+        self._none_due_at = None if due else marks
         return done
 
     def _ask(

@@ -20,6 +20,8 @@ _TURNS = (
 class ConversationTables(Database):
     """The ``conversations`` and ``turns`` tables (a part of :class:`~smarthole.db.store.Store`)."""
 
+    _due_marks = 0  # see due_marks()
+
     # -- conversations -----------------------------------------------------------------------
 
     def create_conversation(self, channel: str) -> Conversation:
@@ -78,7 +80,7 @@ class ConversationTables(Database):
     def end_conversation(self, conversation_id: str, reason: str) -> bool:
         """Mark a conversation ended (its summary becomes due). False if it already was."""
         now = self.now()
-        return (
+        ended = (
             self.write(
                 "UPDATE conversations SET ended_at = ?, end_reason = ?, summary_state = "
                 "CASE WHEN turns > 0 THEN 'pending' ELSE 'none' END "
@@ -87,6 +89,9 @@ class ConversationTables(Database):
             )
             > 0
         )
+        if ended:
+            self._due_marks += 1
+        return ended
 
     def reopen_conversation(self, conversation_id: str) -> None:
         self.write(
@@ -110,11 +115,19 @@ class ConversationTables(Database):
 
     def mark_title_due(self, conversation_id: str) -> None:
         """A conversation needs a title, unless it has one or the user chose one."""
-        self.write(
+        if self.write(
             "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
             "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
             (conversation_id,),
-        )
+        ):
+            self._due_marks += 1
+
+    def due_marks(self) -> int:
+        """A number that changes after each write of this process that made a title or
+        summary due (state ``pending``): a sweep that found none due need not look again
+        until it changes. Only the writes before it was read are covered, so read it first.
+        (Writes of other processes, such as a ``reset`` from the CLI, are not counted.)"""
+        return self._due_marks
 
     def set_title_if_untitled(self, conversation_id: str, title: str) -> None:
         """Give a title to a conversation that has none and is not getting one."""

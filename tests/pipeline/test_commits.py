@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from smarthole.testing import text
-from tests.helpers import drop, finals, run_once
+from tests.helpers import db, drop, finals, run_once, write_config
 
 
 @pytest.fixture
@@ -41,3 +41,21 @@ def test_a_one_turn_message_commits_five_times(home, fake, env, statements):
         per_run.append(sum(s == "COMMIT" for s in statements))
     assert len(finals(home)) == 5
     assert (per_run[1] - per_run[0]) / 2 == 5
+
+
+def test_a_turn_looks_for_due_titles_only_when_one_can_be_due(home, fake, env, statements):
+    """Each turn sweeps for due titles and summaries, before and after; once a sweep found
+    none, the next looks in the database only after a write made one due."""
+    write_config(home, titles={"enabled": True})
+    fake.default = text("Hello.")  # also the title
+    drop(home, "warm up", "m0")
+    run_once(home, env)  # the conversation's title is due after its first turn, and written
+    assert db(home).execute("SELECT title FROM conversations").fetchone()[0] == "Hello"
+    looks = []
+    for count in (1, 3):
+        statements.clear()
+        for n in range(count):
+            drop(home, f"hello {n}", f"m{count}-{n}")
+        run_once(home, env)
+        looks.append(sum("WHERE title_state" in s for s in statements))
+    assert looks[0] == looks[1]  # the same looks for one message as for three
