@@ -13,9 +13,8 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from smarthole.agent.history import HistoryCache
+from smarthole.agent.history import History, HistoryCache
 from smarthole.agent.prompts import turn_context
 from smarthole.config import Config
 from smarthole.daemon import Daemon
@@ -45,12 +44,13 @@ def build_history(
     turn: int,
     budget_chars: int,
     cache: HistoryCache | None = None,
-) -> list[dict[str, Any]]:
+) -> History:
     """What a turn does before each model call (``TurnRun.history`` in pipeline/turn.py):
-    the budgeted history of the conversation as API messages, from the daemon's cache (warm:
-    only rows it has not seen are read) or, without one, from nothing (a cold start)."""
+    the budgeted history of the conversation, from the daemon's cache (warm: only rows it
+    has not seen are read) or, without one, from nothing (a cold start). Its ``json`` is
+    the text the model call sends, its ``messages()`` the API messages."""
     cache = cache or history_cache(store)
-    return cache.window(conversation_id, current_turn=turn, budget_chars=budget_chars).messages
+    return cache.window(conversation_id, current_turn=turn, budget_chars=budget_chars).history
 
 
 def fill_conversation(store: Store, texts: list[str]) -> tuple[str, int]:

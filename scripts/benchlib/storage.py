@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from smarthole.agent.client import encode_json
 from smarthole.agent.prompts import CONTEXT_OPEN
 from smarthole.formats import compact_json
 
@@ -109,17 +110,22 @@ def _storage_rows(root: Path, texts: list[str], repeats: int, reload_repeats: in
     budget = default_budget_chars()
     kept = sum(  # stored rows in the budget: each turn's context block is not one
         not str(block.get("text", "")).startswith(CONTEXT_OPEN)
-        for message in build_history(store, conversation, last, budget)
+        for message in build_history(store, conversation, last, budget).messages()
         for block in message["content"]
     )
+    # A call's history is the JSON text it sends: each earlier turn is encoded once, then
+    # its text is reused. A first call, or a reload, builds the API messages.
     warm = history_cache(store)
     per_call = fastest_seconds(
-        lambda: build_history(store, conversation, last, budget, warm), repeats
+        lambda: build_history(store, conversation, last, budget, warm).json(encode_json),
+        repeats,
     )
-    cold = fastest_seconds(lambda: build_history(store, conversation, last, budget), repeats)
+    cold = fastest_seconds(
+        lambda: build_history(store, conversation, last, budget).messages(), repeats
+    )
     everything = 10**15
     reload = fastest_seconds(
-        lambda: build_history(store, conversation, last, everything), reload_repeats
+        lambda: build_history(store, conversation, last, everything).messages(), reload_repeats
     )
     raw_contents(root / "history" / "contents.db", conversation, texts)
     raw = sqlite3.connect(root / "history" / "contents.db")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ModelError
+from .messages import History, Messages
 
 if TYPE_CHECKING:
     from ..config import ModelSettings
@@ -78,7 +79,7 @@ class ModelClient:
         self,
         *,
         system: list[dict[str, Any]] | str,
-        messages: list[dict[str, Any]],
+        messages: Messages,
         tools: list[dict[str, Any]] | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
@@ -91,13 +92,12 @@ class ModelClient:
             "model": model or self.settings.name,
             "max_tokens": max_tokens or self.settings.max_tokens,
             "system": system,
-            "messages": messages,
         }
         if tools:
             params["tools"] = tools
         started = time.monotonic()
         try:
-            reply = _Reply.read(self._stream(params))
+            reply = _Reply.read(self._stream(messages, params))
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
@@ -127,8 +127,9 @@ class ModelClient:
             model=reply.model or params["model"],
         )
 
-    def _stream(self, params: dict[str, Any]) -> Any:
-        """The raw event stream of ``messages.create(**params, stream=True)``, events as dicts.
+    def _stream(self, messages: Messages, params: dict[str, Any]) -> Any:
+        """The raw event stream of ``messages.create(messages=messages, **params,
+        stream=True)``, events as dicts.
 
         Two costs of the SDK's streaming helpers are skipped; it still sends the request,
         retries it, and raises its errors, an ``error`` event in the stream included:
@@ -136,12 +137,19 @@ class ModelClient:
           send it again: a walk over every block of the conversation, the largest single cost
           of a call with a long history. The body here is plain JSON data already, so it is
           encoded once, with the SDK's encoder settings, and its retries resend those bytes.
+          A :class:`~smarthole.agent.history.History` gives its earlier turns' text as it was
+          first encoded.
         * Each event would become a pydantic model, and the message stream re-parses a tool
           call's partial input on every delta. :class:`_Reply` reads the events' plain JSON.
         """
         from anthropic import Stream
 
-        body = _ENCODE({**params, "stream": True}).encode()
+        if isinstance(messages, History):
+            history = messages.json(encode_json)
+        else:
+            history = encode_json(messages)
+        rest = encode_json({**params, "stream": True})  # "{...}": spliced after the messages
+        body = f'{{"messages":{history},{rest[1:]}'.encode()
         return self._client.post(
             "/v1/messages", content=body, cast_to=object, stream=True, stream_cls=Stream[object]
         )
@@ -150,8 +158,8 @@ class ModelClient:
         self._client.close()
 
 
-# The SDK's own body encoding: compact, UTF-8 as is, no NaN.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""JSON text of request data as the SDK encodes a body: compact, UTF-8 as is, no NaN."""
 
 
 class _Reply:

@@ -1,9 +1,8 @@
-"""Stored messages into valid Messages API history.
+"""The API history of recent conversations, kept between model calls and turns.
 
-The store keeps what happened, including turns that failed half-way. The API accepts only
-alternating roles starting with ``user``, non-empty text blocks, and every ``tool_use``
-answered by a ``tool_result`` in the next message. This module bridges the two, so a failed
-or abandoned turn never poisons the conversation that follows it.
+A conversation's stored rows become API messages once (``agent.messages`` makes them valid),
+and a turn sent before is kept as the JSON text it was sent as: a model call's history costs
+what is new, not the conversation's length.
 """
 
 from __future__ import annotations
@@ -11,99 +10,15 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..db.records import KINDS, USER
-from .prompts import EPHEMERAL
+from .messages import Encoder, History, to_api_messages, tool_use_ids
 
 if TYPE_CHECKING:
     from ..db.messages import HistoryRow
-
-NOT_RUN = "Error: this tool call was never run; the turn ended before it could run."
-
-
-class Stored(Protocol):
-    """A stored message as the history needs it (``StoredMessage`` is one)."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def content(self) -> list[dict[str, Any]]: ...
-
-
-def to_api_messages(stored: Sequence[Stored]) -> list[dict[str, Any]]:
-    """Build alternating-role API messages from stored user/assistant/tool_result rows."""
-    messages: list[dict[str, Any]] = []
-    for row in stored:
-        if row.kind not in ("user", "assistant", "tool_result"):
-            continue
-        blocks = [b for b in row.content if not _empty_text(b)]
-        if not blocks:
-            continue
-        role = "assistant" if row.kind == "assistant" else "user"
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": role, "content": list(blocks)})
-    while messages and messages[0]["role"] != "user":
-        messages.pop(0)
-    return _answer_every_tool_use(messages)
-
-
-def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with a prompt cache breakpoint on the last block of the last message.
-
-    The next call of a tool loop, and the next turn, send this request again plus what is
-    new, so they read it from the cache. The marked message and block are copies: the ones
-    given may be shared with later calls.
-    """
-    if not messages or not messages[-1]["content"]:
-        return messages
-    last = messages[-1]
-    marked = {**last["content"][-1], "cache_control": EPHEMERAL}
-    return [*messages[:-1], {**last, "content": [*last["content"][:-1], marked]}]
-
-
-def _empty_text(block: dict[str, Any]) -> bool:
-    return block.get("type") == "text" and not str(block.get("text", "")).strip()
-
-
-def _answer_every_tool_use(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Give each tool_use its tool_result right after it; drop results that answer nothing."""
-    repaired: list[dict[str, Any]] = []
-    for index, message in enumerate(messages):
-        if message["role"] == "user":
-            previous = repaired[-1] if repaired else None
-            expected = _tool_use_ids(previous) if previous else []
-            results = {
-                b["tool_use_id"]: b for b in message["content"] if b.get("type") == "tool_result"
-            }
-            others = [b for b in message["content"] if b.get("type") != "tool_result"]
-            ordered = [results.get(i) or _not_run(i) for i in expected]
-            if ordered or others:
-                repaired.append({"role": "user", "content": ordered + others})
-            continue
-        repaired.append(message)
-        following = messages[index + 1] if index + 1 < len(messages) else None
-        if _tool_use_ids(message) and following is None:
-            # The turn ended on a tool call with no results at all (a stop before any ran).
-            repaired.append(
-                {"role": "user", "content": [_not_run(i) for i in _tool_use_ids(message)]}
-            )
-    return repaired
-
-
-def _tool_use_ids(message: dict[str, Any] | None) -> list[str]:
-    if message is None or message["role"] != "assistant":
-        return []
-    return [b["id"] for b in message["content"] if b.get("type") == "tool_use"]
-
-
-def _not_run(tool_use_id: str) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": NOT_RUN, "is_error": True}
 
 
 class HistoryRows(Protocol):
@@ -120,9 +35,13 @@ class HistoryRows(Protocol):
 class Window:
     """The history one model call sends, and the stored sizes the budget counted."""
 
-    messages: list[dict[str, Any]]
+    history: History
     earlier_chars: int
     current_chars: int
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.history.messages()
 
 
 class _Message(NamedTuple):
@@ -136,20 +55,30 @@ _Row = tuple[str, list[dict[str, Any]], bool]
 
 
 class _Turn:
-    __slots__ = ("_api", "closed", "messages", "size")
+    __slots__ = ("_api", "closed", "count", "json", "messages", "size")
 
     def __init__(self) -> None:
         self.size = 0  # stored characters: what the history budget counts
-        self.messages: list[_Row] = []
+        self.count = 0  # stored messages
+        self.messages: list[_Row] | None = []  # None once packed: only its JSON is kept
         self._api: list[dict[str, Any]] | None = None  # made when first wanted; a row clears it
         self.closed = False  # whether _api is _closed
+        self.json: str | None = None  # its API messages' JSON text, once sent as an earlier turn
+
+    @property
+    def packed(self) -> bool:
+        return self.messages is None
 
     def api_changed(self) -> None:
         """Rows are being added: the API messages are made again when next wanted."""
         self._api = None
+        self.json = None
 
     def api(self) -> list[dict[str, Any]]:
         if self._api is None:
+            if self.messages is None:  # packed: decoded (only off the usual path)
+                assert self.json is not None
+                return list(json.loads(f"[{self.json}]"))
             self._api = _question_and_answer(self.messages)
             if self._api is not None:
                 self.closed = True
@@ -157,6 +86,27 @@ class _Turn:
                 self._api = to_api_messages([_Message(*m) for m in self.messages])
                 self.closed = _closed(self._api)
         return self._api
+
+    def rows(self) -> list[_Row]:
+        """Its rows; a packed turn's API messages stand in for them (the same conversion)."""
+        if self.messages is not None:
+            return self.messages
+        return [(m["role"], m["content"], False) for m in self.api()]
+
+    def encoded(self, encode: Encoder) -> str:
+        """Its API messages as JSON text, without the array's brackets; made once."""
+        if self.json is None:
+            self.json = encode(self.api())[1:-1]
+        return self.json
+
+    def pack(self) -> int:
+        """Keep only the JSON text (once made) of a finished turn; returns the bytes freed."""
+        if self.json is None or self.messages is None:
+            return 0
+        freed = self.count * MESSAGE_BYTES + self.size - (len(self.json) + TURN_BYTES)
+        self.messages = None
+        self._api = None
+        return freed
 
 
 def _question_and_answer(messages: list[_Row]) -> list[dict[str, Any]] | None:
@@ -181,7 +131,7 @@ def _closed(api: list[dict[str, Any]]) -> bool:
         bool(api)
         and api[0]["role"] == "user"
         and api[-1]["role"] == "assistant"
-        and not _tool_use_ids(api[-1])
+        and not tool_use_ids(api[-1])
     )
 
 
@@ -190,13 +140,8 @@ class _Kept:
     last_id: int
     turns: dict[int, _Turn]  # by number, ascending
     older: bool  # turns before the first kept one exist in the store
-    size: int = 0  # stored characters of the kept turns
-    count: int = 0  # stored messages of the kept turns
-
-    @property
-    def weight(self) -> int:
-        """About the bytes this history holds: its text, plus the objects around each message."""
-        return self.size + self.count * MESSAGE_BYTES
+    weight: int = 0  # about the bytes held: text and objects (MESSAGE_BYTES), or JSON text
+    stale: bool = False  # a row came for a packed turn: read the history again
 
 
 KEEP_BYTES = 4 * 2**20
@@ -205,6 +150,9 @@ KEEP_BYTES = 4 * 2**20
 MESSAGE_BYTES = 1024
 """The objects one kept message costs beyond its text: its row, its parsed blocks and its API
 message (measured: a turn of two short messages holds about 2 KiB)."""
+
+TURN_BYTES = 200
+"""What a packed turn costs beyond its JSON text: the turn object and the string's header."""
 
 
 class HistoryCache:
@@ -239,21 +187,23 @@ class HistoryCache:
         in ``budget_chars``, as alternating-role API messages."""
         with self._lock:
             kept = self._kept.pop(conversation_id, None)
-            if kept is None:
-                kept = self._load(conversation_id, current_turn, budget_chars)
-            else:
+            if kept is not None:
                 self._add(kept, self._rows.history_rows(conversation_id, after_id=kept.last_id))
+            if kept is None or kept.stale:
+                kept = self._load(conversation_id, current_turn, budget_chars)
             chosen = self._choose(kept, current_turn, budget_chars)
             if chosen is None:  # wants turns forgotten or never read
                 kept = self._load(conversation_id, current_turn, budget_chars)
                 chosen = self._choose(kept, current_turn, budget_chars) or []
+            turns = [kept.turns[n] for n in chosen]
+            for turn in turns[:-1]:  # sent before, as an earlier turn: its text is enough
+                kept.weight -= turn.pack()
             self._kept[conversation_id] = kept
             while len(self._kept) > 1 and (
                 len(self._kept) > self._limit
                 or sum(k.weight for k in self._kept.values()) > self._max_bytes
             ):
                 self._kept.popitem(last=False)
-            turns = [kept.turns[n] for n in chosen]
             current = kept.turns.get(current_turn, _Turn())
             earlier = sum(turn.size for turn in turns) - current.size
             return Window(_joined(turns), earlier, current.size)
@@ -288,12 +238,15 @@ class HistoryCache:
                 number = row_turn
                 turn = turns.get(number) or turns.setdefault(number, _Turn())
                 turn.api_changed()
+            if turn.messages is None:  # a finished turn's late row (not seen in practice)
+                kept.stale = True
+                return
             turn.messages.append((KINDS[code], content, plain))
+            turn.count += 1
             chars = len(body)
             turn.size += chars
             size += chars
-        kept.size += size
-        kept.count += len(rows)
+        kept.weight += size + len(rows) * MESSAGE_BYTES
         if rows:
             kept.last_id = max(kept.last_id, max(row[0] for row in rows))
 
@@ -308,9 +261,7 @@ class HistoryCache:
             if number != current_turn and spent + size > budget_chars:
                 gone = [n for n in kept.turns if n < number]  # out of the budget for good
                 for old in gone:
-                    dropped = kept.turns.pop(old)
-                    kept.size -= dropped.size
-                    kept.count -= len(dropped.messages)
+                    kept.weight -= _weight(kept.turns.pop(old))
                 kept.older = kept.older or bool(gone)
                 break
             spent += size
@@ -322,12 +273,27 @@ class HistoryCache:
         return chosen
 
 
-def _joined(turns: list[_Turn]) -> list[dict[str, Any]]:
+def _weight(turn: _Turn) -> int:
+    if turn.packed:
+        assert turn.json is not None
+        return len(turn.json) + TURN_BYTES
+    return turn.size + turn.count * MESSAGE_BYTES
+
+
+def _is_closed(turn: _Turn) -> bool:
+    if not turn.packed:
+        turn.api()  # finds out
+    return turn.closed
+
+
+def _joined(turns: list[_Turn]) -> History:
     """The API messages of ``turns``: each turn's own, kept between calls, joined where every
     earlier turn is closed (the usual case); converted together where one is not."""
     if not turns:
-        return []
-    *earlier, last = [turn.api() for turn in turns]
-    if all(turn.closed for turn in turns[:-1]) and (not last or last[0]["role"] == "user"):
-        return [message for api in (*earlier, last) for message in api]
-    return to_api_messages([_Message(*message) for turn in turns for message in turn.messages])
+        return History([], [])
+    *earlier, last = turns
+    api = last.api()
+    if all(_is_closed(turn) for turn in earlier) and (not api or api[0]["role"] == "user"):
+        return History(earlier, list(api))
+    rows = [_Message(*row) for turn in turns for row in turn.rows()]
+    return History([], to_api_messages(rows))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelError
 from .client import IN_DOUBT, ModelClient, ModelReply
-from .history import with_breakpoint
+from .messages import Messages, with_breakpoint
 
 if TYPE_CHECKING:
     from ..db.records import StoredMessage
@@ -26,7 +26,7 @@ class TurnSession(Protocol):
 
     def system(self) -> list[dict[str, Any]]: ...
 
-    def history(self) -> list[dict[str, Any]]: ...
+    def history(self) -> Messages: ...
 
     def turn_messages(self) -> list[StoredMessage]: ...
 

@@ -21,6 +21,7 @@ from ..tools import ToolContext
 if TYPE_CHECKING:
     from ..agent.client import ModelReply
     from ..agent.history import HistoryCache, Window
+    from ..agent.messages import History
     from ..app import App
     from ..db.events import EventLog
     from ..db.ledger import LedgerEntry
@@ -68,8 +69,8 @@ class TurnRun:
     def system(self) -> list[dict[str, Any]]:
         return self.system_blocks
 
-    def history(self) -> list[dict[str, Any]]:
-        return self._window().messages
+    def history(self) -> History:
+        return self._window().history
 
     def _window(self) -> Window:
         return self.history_cache.window(

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agent.history import to_api_messages
+from ..agent.messages import to_api_messages
 from ..db.events import place
 from ..db.usage import UsageLog
 from ..errors import ToolError, TurnInterrupted

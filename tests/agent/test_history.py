@@ -6,7 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from smarthole.agent.history import MESSAGE_BYTES, HistoryCache, with_breakpoint
+from smarthole.agent.client import encode_json
+from smarthole.agent.history import MESSAGE_BYTES, HistoryCache
+from smarthole.agent.messages import with_breakpoint
 from smarthole.agent.prompts import turn_context
 from smarthole.db.store import Store
 from smarthole.formats import micros
@@ -152,3 +154,60 @@ def test_many_short_conversations_taken_in_turn_are_all_kept(store):
             say(store, conversation, turn, f"turn {turn}")
             cache.window(conversation.id, current_turn=turn, budget_chars=10_000)
     assert counting.loads == len(conversations), "each history was read whole only once"
+
+
+class CountingEncoder:
+    """The client's JSON encoding, counting the values it is given."""
+
+    def __init__(self) -> None:
+        self.values = 0
+
+    def __call__(self, value):
+        self.values += 1
+        return encode_json(value)
+
+
+def test_an_earlier_turn_is_encoded_once_then_kept_as_its_text(store):
+    """Turn after turn, a call's history is the same JSON text as encoding its messages,
+    but only what the last call did not send is encoded."""
+    cache = HistoryCache(store, turn_context)
+    conversation = store.create_conversation("c")
+    encode = CountingEncoder()
+    for turn in range(1, 6):
+        say(store, conversation, turn, f"question {turn}")
+        history = cache.window(conversation.id, current_turn=turn, budget_chars=10**6).history
+        encode.values = 0
+        sent = history.json(encode)
+        assert sent == encode_json(history.messages())
+        # this turn's user message, and the turn before it (encoded once, as an earlier turn)
+        assert encode.values == (1 if turn == 1 else 2)
+        say(store, conversation, turn, f"answer {turn}", kind="assistant")
+    kept = cache._kept[conversation.id]
+    assert [turn.packed for turn in kept.turns.values()] == [True, True, True, False, False]
+
+
+def test_packed_turns_weigh_their_text_not_their_objects(store):
+    cache = HistoryCache(store, turn_context)
+    conversation = store.create_conversation("c")
+    for turn in range(1, 4):
+        say(store, conversation, turn, "q" * 50)
+        say(store, conversation, turn, "a" * 50, kind="assistant")
+    cache.window(conversation.id, current_turn=3, budget_chars=10**6).history.json(encode_json)
+    before = cache._kept[conversation.id].weight
+    cache.window(conversation.id, current_turn=3, budget_chars=10**6)
+    after = cache._kept[conversation.id].weight
+    assert after < before - 2 * MESSAGE_BYTES  # two turns of two messages each were packed
+
+
+def test_a_late_row_of_a_packed_turn_reads_the_history_again(store):
+    cache = HistoryCache(store, turn_context)
+    conversation = store.create_conversation("c")
+    for turn in (1, 2):
+        say(store, conversation, turn, f"question {turn}")
+        say(store, conversation, turn, f"answer {turn}", kind="assistant")
+    say(store, conversation, 3, "question 3")
+    for _ in range(2):  # the first call sends turns 1 and 2 as text, the second packs them
+        cache.window(conversation.id, current_turn=3, budget_chars=10**6).history.json(encode_json)
+    say(store, conversation, 1, "a late reply", kind="assistant")
+    history = cache.window(conversation.id, current_turn=3, budget_chars=10**6).history
+    assert texts(history.messages())[1] == ["answer 1", "a late reply"]

@@ -7,7 +7,8 @@ import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from smarthole.agent.history import HistoryCache, to_api_messages
+from smarthole.agent.history import HistoryCache
+from smarthole.agent.messages import to_api_messages
 from smarthole.agent.prompts import turn_context
 from smarthole.db.records import StoredMessage
 from smarthole.db.schema import SCHEMA_VERSION

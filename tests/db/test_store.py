@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from smarthole.agent.history import NOT_RUN, to_api_messages
+from smarthole.agent.messages import NOT_RUN, to_api_messages
 from smarthole.db.connection import PAGE_CACHE_KIB
 from smarthole.db.ledger import Admission, Ledger
 from smarthole.db.pending import PendingQuestion, PendingQuestions
