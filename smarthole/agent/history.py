@@ -237,10 +237,11 @@ class HistoryCache:
             if row_turn != number:  # a turn's rows come together
                 number = row_turn
                 turn = turns.get(number) or turns.setdefault(number, _Turn())
+                if turn.messages is None:  # a late row of a packed turn (not seen in practice):
+                    kept.stale = True  # read again; a call may still be sending its text
+                    return
                 turn.api_changed()
-            if turn.messages is None:  # a finished turn's late row (not seen in practice)
-                kept.stale = True
-                return
+            assert turn.messages is not None
             turn.messages.append((KINDS[code], content, plain))
             turn.count += 1
             chars = len(body)
