@@ -196,8 +196,9 @@ class HistoryCache:
                 kept = self._load(conversation_id, current_turn, budget_chars)
                 chosen = self._choose(kept, current_turn, budget_chars) or []
             turns = [kept.turns[n] for n in chosen]
-            for turn in turns[:-1]:  # sent before, as an earlier turn: its text is enough
-                kept.weight -= turn.pack()
+            # Sent before, as an earlier turn: its text is enough. (A walk over every turn of
+            # every call: the test for packed turns is inline.)
+            kept.weight -= sum(turn.pack() for turn in turns[:-1] if turn.messages is not None)
             self._kept[conversation_id] = kept
             while len(self._kept) > 1 and (
                 len(self._kept) > self._limit
@@ -294,7 +295,8 @@ def _joined(turns: list[_Turn]) -> History:
         return History([], [])
     *earlier, last = turns
     api = last.api()
-    if all(_is_closed(turn) for turn in earlier) and (not api or api[0]["role"] == "user"):
+    closed = all(turn.messages is None or _is_closed(turn) for turn in earlier)
+    if closed and (not api or api[0]["role"] == "user"):
         return History(earlier, list(api))
     rows = [_Message(*row) for turn in turns for row in turn.rows()]
     return History([], to_api_messages(rows))

@@ -109,6 +109,8 @@ def _not_run(tool_use_id: str) -> dict[str, Any]:
 class Turn(Protocol):
     """An earlier turn of a :class:`History` (the history cache's)."""
 
+    json: str | None  # its text, once encoded
+
     def api(self) -> list[dict[str, Any]]: ...
 
     def encoded(self, encode: Encoder) -> str: ...
@@ -135,7 +137,7 @@ class History:
 
     def json(self, encode: Encoder) -> str:
         """The messages as a JSON array, as ``encode`` would make it of ``messages()``."""
-        parts = [turn.encoded(encode) for turn in self.turns]
+        parts = [turn.json or turn.encoded(encode) for turn in self.turns]
         parts += [encode(message) for message in self.tail]
         return f"[{','.join(part for part in parts if part)}]"
 
