@@ -25,6 +25,19 @@ def statements(monkeypatch):
     return seen
 
 
+def counted_runs(home, env, statements, counts) -> list[int]:
+    """Run the daemon once on one message, then once on three: the statements each run made
+    that ``counts`` accepts."""
+    per_run = []
+    for count in (1, 3):
+        statements.clear()
+        for n in range(count):
+            drop(home, f"hello {n}", f"m{count}-{n}")
+        run_once(home, env)
+        per_run.append(sum(1 for statement in statements if counts(statement)))
+    return per_run
+
+
 def test_a_one_turn_message_commits_five_times(home, fake, env, statements):
     """Stored the moment it exists, in as few commits as that allows: the turn begins with
     the user's message (1), the reply and its usage (2), the outbox item is planned (3) and
@@ -32,13 +45,7 @@ def test_a_one_turn_message_commits_five_times(home, fake, env, statements):
     fake.default = text("Hello.")
     drop(home, "warm up", "m0")
     run_once(home, env)
-    per_run = []
-    for count in (1, 3):
-        statements.clear()
-        for n in range(count):
-            drop(home, f"hello {n}", f"m{count}-{n}")
-        run_once(home, env)
-        per_run.append(sum(s == "COMMIT" for s in statements))
+    per_run = counted_runs(home, env, statements, lambda s: s == "COMMIT")
     assert len(finals(home)) == 5
     assert (per_run[1] - per_run[0]) / 2 == 5
 
@@ -51,11 +58,5 @@ def test_a_turn_looks_for_due_titles_only_when_one_can_be_due(home, fake, env, s
     drop(home, "warm up", "m0")
     run_once(home, env)  # the conversation's title is due after its first turn, and written
     assert db(home).execute("SELECT title FROM conversations").fetchone()[0] == "Hello"
-    looks = []
-    for count in (1, 3):
-        statements.clear()
-        for n in range(count):
-            drop(home, f"hello {n}", f"m{count}-{n}")
-        run_once(home, env)
-        looks.append(sum("WHERE title_state" in s for s in statements))
+    looks = counted_runs(home, env, statements, lambda s: "WHERE title_state" in s)
     assert looks[0] == looks[1]  # the same looks for one message as for three
