@@ -170,7 +170,9 @@ class _Reply:
         self.message: dict[str, Any] | None = None  # from message_start
         self.blocks: dict[int, dict[str, Any]] = {}  # by index
         self.open: set[int] = set()  # started and not stopped
-        self.inputs: dict[int, str] = {}  # a tool call's input JSON so far
+        # An open block's streamed text, input JSON or thinking, as its parts: joined when it
+        # stops (adding to a string in a dict copies it whole, for every delta).
+        self.parts: dict[tuple[int, str], list[str]] = {}
         self.unreadable: set[int] = set()  # closed tool calls whose input is not JSON
 
     @classmethod
@@ -201,30 +203,41 @@ class _Reply:
         elif kind == "content_block_stop":
             index = event["index"]
             self.open.discard(index)
-            if index in self.inputs:
-                self._parse_input(index)
+            self._close(index)
         elif kind == "message_delta":
             self._message_delta(event)
 
     def _delta(self, block: dict[str, Any], index: int, delta: dict[str, Any]) -> None:
         kind, block_type = delta.get("type"), block.get("type")
         if kind == "text_delta" and block_type == "text":
-            block["text"] = block.get("text", "") + delta["text"]
+            self._part(index, "text", block).append(delta["text"])
         elif kind == "input_json_delta" and "input" in block:
-            self.inputs[index] = self.inputs.get(index, "") + delta["partial_json"]
+            self.parts.setdefault((index, "input"), []).append(delta["partial_json"])
         elif kind == "citations_delta" and block_type == "text":
             block["citations"] = [*(block.get("citations") or []), delta["citation"]]
         elif kind == "thinking_delta" and block_type == "thinking":
-            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            self._part(index, "thinking", block).append(delta["thinking"])
         elif kind == "signature_delta" and block_type == "thinking":
             block["signature"] = delta["signature"]
 
-    def _parse_input(self, index: int) -> None:
-        text = self.inputs.pop(index)
+    def _part(self, index: int, key: str, block: dict[str, Any]) -> list[str]:
+        """The parts of a block's streamed ``key``, starting with what it opened with."""
+        parts = self.parts.get((index, key))
+        if parts is None:
+            parts = self.parts[index, key] = [block.get(key) or ""]
+        return parts
+
+    def _close(self, index: int) -> None:
+        """Join a stopped block's streamed parts; its input JSON is parsed once, here."""
+        block = self.blocks[index]
+        for key in ("text", "thinking"):
+            if (index, key) in self.parts:
+                block[key] = "".join(self.parts.pop((index, key)))
+        text = "".join(self.parts.pop((index, "input"), []))
         if not text:
-            return  # no delta: the input the block started with
+            return  # no input delta: the input the block started with
         try:
-            self.blocks[index]["input"] = json.loads(text)
+            block["input"] = json.loads(text)
         except ValueError:
             self.unreadable.add(index)
 
