@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import EntryPoints, distributions
@@ -128,3 +129,18 @@ def live_daemon(home: Path, env: dict[str, str]) -> Iterator[Daemon]:
     assert not thread.is_alive()
     if errors:
         raise errors[0]
+
+
+@pytest.fixture
+def statements(monkeypatch):
+    """Every SQL statement the store runs from here on, in order."""
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(seen.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return seen

@@ -1,8 +1,9 @@
 """The daemon: one home's lock, recovery at start, the main loop, workers and signals.
 
 The main loop claims inbox files (woken by watchdog, and by a periodic rescan), then hands the
-head message of each idle channel to a worker thread. A channel's messages run strictly in
-order; different channels run at the same time. A deferred message waits in the database, not
+head message of each idle channel to a worker thread; the worker queues that channel's next
+message itself. A channel's messages run strictly in order; different channels run at the same
+time, and take turns for the workers. A deferred message waits in the database, not
 in a worker. Signals are owned by :func:`smarthole.daemon.signals.capture_signals` from the
 first step of start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops
 claiming, in-flight turns stop at their next committed boundary (within
@@ -75,7 +76,8 @@ class Daemon:
         self._reload = threading.Event()
         self._next_status = 0.0
         self.stop_event = threading.Event()
-        self.wake_event = threading.Event()
+        self.wake_event = threading.Event()  # the loop has something to do
+        self._look = threading.Event()  # ... and it is a look at the inbox
         self.ready = threading.Event()
         self._busy: set[str] = set()
         self._busy_lock = threading.Lock()
@@ -93,6 +95,8 @@ class Daemon:
         self.wake_event.set()
 
     def wake(self) -> None:
+        """Something may have come into the inbox: claim, then dispatch."""
+        self._look.set()
         self.wake_event.set()
 
     def _on_signal(self, received: Signals) -> None:
@@ -226,8 +230,9 @@ class Daemon:
         next_scan = 0.0
         backlog = False  # files wait to be claimed: claim the next batch without waiting
         while not self.stop_event.is_set():
-            woken = self.wake_event.is_set()
             self.wake_event.clear()
+            woken = self._look.is_set()  # after the clear: a later wake sets both again
+            self._look.clear()
             now = time.monotonic()
             due = None
             pet = self.notifier.pet(now)  # from this loop: a stuck loop stops petting
@@ -273,17 +278,21 @@ class Daemon:
             with self._busy_lock:
                 if entry.channel in self._busy:
                     continue
-                if (
-                    entry.status == "deferred"
-                    and entry.next_attempt_at
-                    and entry.next_attempt_at > now
-                ):
+                if entry.waits(now):
+                    assert entry.next_attempt_at is not None
                     if next_due is None or entry.next_attempt_at < next_due:
                         next_due = entry.next_attempt_at
                     continue
                 self._busy.add(entry.channel)
             self._jobs.put(entry)
         return next_due
+
+    def _next_in_channel(self, runtime: Runtime, channel: str) -> LedgerEntry | None:
+        """A busy channel's next message, if it may run now (see ``_work``)."""
+        if self.stop_event.is_set():
+            return None
+        entry = runtime.ledger.channel_head(channel)
+        return None if entry is None or entry.waits(self.clock()) else entry
 
     def _busy_channels(self) -> set[str]:
         with self._busy_lock:
@@ -294,10 +303,7 @@ class Daemon:
         if self._busy_channels() or runtime.inbox.has_work():
             return False
         now = self.clock()
-        return all(
-            e.status == "deferred" and e.next_attempt_at and e.next_attempt_at > now
-            for e in runtime.ledger.channel_heads()
-        )
+        return all(e.waits(now) for e in runtime.ledger.channel_heads())
 
     def _report(self, runtime: Runtime) -> None:
         deferred = runtime.ledger.by_status("deferred")
@@ -330,10 +336,15 @@ class Daemon:
             self._threads.append(thread)
 
     def _work(self, runtime: Runtime) -> None:
-        while True:
-            entry = self._jobs.get()
-            if entry is None:
-                return
+        """Run the messages the queue hands over, until its ``None``.
+
+        A channel stays busy from its dispatch until it has nothing runnable left: after each
+        message the worker queues the channel's next one itself, behind the other channels'
+        (so they still take turns), without a round trip through the main loop. Only then
+        is the channel free, and the loop woken to dispatch what came for it meanwhile.
+        """
+        while (entry := self._jobs.get()) is not None:
+            following = None
             try:
                 with log_context(
                     message_id=entry.id, conversation=entry.conversation_id, turn=entry.turn
@@ -343,13 +354,16 @@ class Daemon:
                 if self.handle_signals and not self._settled.is_set():
                     self._settled.set()  # the first model call imported the rest of the SDK
                     gc.freeze()
+                following = self._next_in_channel(runtime, entry.channel)
             except Exception:
                 logger.exception("worker failed on message %s; retrying shortly", entry.id)
                 self.stop_event.wait(WORKER_BACKOFF_SECONDS)  # no hot loop on a lasting fault
-            finally:
-                with self._busy_lock:
-                    self._busy.discard(entry.channel)
-                self.wake()
+            if following is not None:
+                self._jobs.put(following)
+                continue
+            with self._busy_lock:
+                self._busy.discard(entry.channel)
+            self.wake_event.set()  # dispatch: no need to look at the inbox for this
 
     def _stop_workers(self, grace: float) -> bool:
         """Stop the workers; True if all finished within ``grace`` seconds."""

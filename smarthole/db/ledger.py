@@ -53,6 +53,14 @@ class LedgerEntry:
     def id(self) -> str:
         return self.message.id
 
+    def waits(self, now: datetime) -> bool:
+        """Deferred, with its next attempt still to come at ``now``."""
+        return (
+            self.status == "deferred"
+            and self.next_attempt_at is not None
+            and self.next_attempt_at > now
+        )
+
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> LedgerEntry:
         return cls(
@@ -163,6 +171,15 @@ class Ledger:
             heads[entry.id] = (values, entry)
         self._heads = heads
         return sorted((entry for _, entry in heads.values()), key=lambda e: e.channel)
+
+    def channel_head(self, channel: str) -> LedgerEntry | None:
+        """The first unfinished message of ``channel``, if any (see :meth:`channel_heads`)."""
+        row = self.store.query_one(
+            "SELECT * FROM inbox WHERE channel = ? AND status IN ('queued', 'in_progress', "
+            "'deferred') ORDER BY sort_at, rowid LIMIT 1",
+            (channel,),
+        )
+        return LedgerEntry.from_row(row) if row else None
 
     def next_due(self) -> datetime | None:
         row = self.store.query_one(

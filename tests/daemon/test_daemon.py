@@ -337,6 +337,26 @@ def test_messages_of_a_channel_run_in_timestamp_order(home, fake, env):
     assert [r.last_user_text.split("\n")[-1] for r in fake.requests] == ["early", "mid", "late"]
 
 
+def test_channels_take_turns_for_a_worker(home, fake, env, statements):
+    """A worker queues its channel's next message itself, behind the other channels' heads:
+    one worker alternates between two channels with a backlog each, and finds each next
+    message with one look at its channel's own head."""
+    write_config(home, daemon={"workers": 1})
+    fake.default = text("ok")
+    for n in range(3):
+        for channel in ("a", "b"):
+            name = f"{channel}{n}"
+            (home / "inbox" / f"{name}.md").write_text(
+                f"+++\nid = '{name}'\nchannel = '{channel}'\n"
+                f"timestamp = 2026-01-0{n + 1}T00:00:00Z\n+++\n{name}"
+            )
+    run_once(home, env)
+    assert [r.last_user_text.split("\n")[-1] for r in fake.requests] == [
+        "a0", "b0", "a1", "b1", "a2", "b2"
+    ]  # fmt: skip
+    assert sum("FROM inbox WHERE channel = " in s for s in statements) == 6
+
+
 # -- the CLI ----------------------------------------------------------------------------------
 
 

@@ -2,27 +2,8 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-import pytest
-
 from smarthole.testing import text
 from tests.helpers import db, drop, finals, run_once, write_config
-
-
-@pytest.fixture
-def statements(monkeypatch):
-    """Every SQL statement the store runs from here on, in order."""
-    seen: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args, **kwargs):
-        connection = connect(*args, **kwargs)
-        connection.set_trace_callback(seen.append)
-        return connection
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
-    return seen
 
 
 def counted_runs(home, env, statements, counts) -> list[int]:
