@@ -1,17 +1,19 @@
 """The API history of recent conversations, kept between model calls and turns.
 
 A conversation's stored rows become API messages once (``agent.messages`` makes them valid),
-and a turn sent before is kept as the JSON text it was sent as: a model call's history costs
-what is new, not the conversation's length.
+and turns sent before are kept as the JSON text they were sent as, back to back in one string:
+a model call's history costs what is new, not the conversation's length, and a long
+conversation holds its text and a few bytes a turn.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..db.records import KINDS, USER
@@ -60,14 +62,10 @@ class _Turn:
     def __init__(self) -> None:
         self.size = 0  # stored characters: what the history budget counts
         self.count = 0  # stored messages
-        self.messages: list[_Row] | None = []  # None once packed: only its JSON is kept
+        self.messages: list[_Row] = []
         self._api: list[dict[str, Any]] | None = None  # made when first wanted; a row clears it
         self.closed = False  # whether _api is _closed
         self.json: str | None = None  # its API messages' JSON text, once sent as an earlier turn
-
-    @property
-    def packed(self) -> bool:
-        return self.messages is None
 
     def api_changed(self) -> None:
         """Rows are being added: the API messages are made again when next wanted."""
@@ -76,9 +74,6 @@ class _Turn:
 
     def api(self) -> list[dict[str, Any]]:
         if self._api is None:
-            if self.messages is None:  # packed: decoded (only off the usual path)
-                assert self.json is not None
-                return list(json.loads(f"[{self.json}]"))
             self._api = _question_and_answer(self.messages)
             if self._api is not None:
                 self.closed = True
@@ -88,10 +83,7 @@ class _Turn:
         return self._api
 
     def rows(self) -> list[_Row]:
-        """Its rows; a packed turn's API messages stand in for them (the same conversion)."""
-        if self.messages is not None:
-            return self.messages
-        return [(m["role"], m["content"], False) for m in self.api()]
+        return self.messages
 
     def encoded(self, encode: Encoder) -> str:
         """Its API messages as JSON text, without the array's brackets; made once."""
@@ -99,14 +91,73 @@ class _Turn:
             self.json = encode(self.api())[1:-1]
         return self.json
 
-    def pack(self) -> int:
-        """Keep only the JSON text (once made) of a finished turn; returns the bytes freed."""
-        if self.json is None or self.messages is None:
-            return 0
-        freed = self.count * MESSAGE_BYTES + self.size - (len(self.json) + TURN_BYTES)
-        self.messages = None
-        self._api = None
-        return freed
+    def weight(self) -> int:
+        return self.size + self.count * MESSAGE_BYTES
+
+
+class _Text:
+    """Packed turns as one earlier turn of a :class:`History`: their text, sent as it is."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, text: str) -> None:
+        self.json = text
+
+    def api(self) -> list[dict[str, Any]]:  # decoded only off the usual path
+        return list(json.loads(f"[{self.json}]"))
+
+    def rows(self) -> list[_Row]:
+        """Their API messages stand in for their rows (converting them again changes nothing)."""
+        return [(m["role"], m["content"], False) for m in self.api()]
+
+    def encoded(self, encode: Encoder) -> str:
+        return self.json
+
+
+class _Packed:
+    """A conversation's turns that were sent as earlier turns, oldest first, kept only as
+    their JSON text, joined by commas into one string: an object for every turn of a long
+    conversation would cost as much as its text."""
+
+    __slots__ = ("base", "ends", "numbers", "sizes", "text")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.base = 0  # the offset of text[0] in the offsets of ends: dropping turns moves it
+        self.numbers = array("q")  # turn numbers, ascending
+        self.sizes = array("q")  # each turn's stored characters: what the budget counts
+        self.ends = array("q")  # where each turn's text ends
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def last(self) -> int:
+        """The newest turn's number (0 for none)."""
+        return self.numbers[-1] if self.numbers else 0
+
+    def weight(self) -> int:
+        return len(self.text) + PACKED_TURN_BYTES * len(self.numbers)
+
+    def add(self, number: int, turn: _Turn) -> None:
+        """Keep a closed turn, newer than those kept, as its text (which it has been sent as)."""
+        assert turn.json and number > self.last()
+        self.text = f"{self.text},{turn.json}" if self.text else turn.json
+        self.numbers.append(number)
+        self.sizes.append(turn.size)
+        self.ends.append(self.base + len(self.text))
+
+    def drop(self, count: int) -> None:
+        """Forget the oldest ``count`` turns."""
+        if count >= len(self.numbers):
+            self.text, self.base = "", 0
+            for values in (self.numbers, self.sizes, self.ends):
+                del values[:]
+            return
+        cut = self.ends[count - 1] - self.base + 1  # with the comma after it
+        self.text = self.text[cut:]
+        self.base += cut
+        for values in (self.numbers, self.sizes, self.ends):
+            del values[:count]
 
 
 def _question_and_answer(messages: list[_Row]) -> list[dict[str, Any]] | None:
@@ -138,10 +189,23 @@ def _closed(api: list[dict[str, Any]]) -> bool:
 @dataclass
 class _Kept:
     last_id: int
-    turns: dict[int, _Turn]  # by number, ascending
+    turns: dict[int, _Turn]  # those not packed, by number, ascending
     older: bool  # turns before the first kept one exist in the store
-    weight: int = 0  # about the bytes held: text and objects (MESSAGE_BYTES), or JSON text
+    loose: int = 0  # about the bytes the turns not packed hold: text and objects (MESSAGE_BYTES)
     stale: bool = False  # a row came for a packed turn: read the history again
+    packed: _Packed = field(default_factory=_Packed)  # all older than ``turns``
+
+    @property
+    def weight(self) -> int:
+        return self.loose + self.packed.weight()
+
+
+class _Choice(NamedTuple):
+    """The turns a call sends: all the packed ones (older turns are dropped), then
+    ``numbers``."""
+
+    numbers: list[int]
+    chars: int  # their stored characters
 
 
 KEEP_BYTES = 4 * 2**20
@@ -151,8 +215,8 @@ MESSAGE_BYTES = 1024
 """The objects one kept message costs beyond its text: its row, its parsed blocks and its API
 message (measured: a turn of two short messages holds about 2 KiB)."""
 
-TURN_BYTES = 200
-"""What a packed turn costs beyond its JSON text: the turn object and the string's header."""
+PACKED_TURN_BYTES = 24
+"""What a packed turn costs beyond its JSON text: its number, size and end offset."""
 
 
 class HistoryCache:
@@ -194,11 +258,10 @@ class HistoryCache:
             chosen = self._choose(kept, current_turn, budget_chars)
             if chosen is None:  # wants turns forgotten or never read
                 kept = self._load(conversation_id, current_turn, budget_chars)
-                chosen = self._choose(kept, current_turn, budget_chars) or []
-            turns = [kept.turns[n] for n in chosen]
-            # Sent before, as an earlier turn: its text is enough. (A walk over every turn of
-            # every call: the test for packed turns is inline.)
-            kept.weight -= sum(turn.pack() for turn in turns[:-1] if turn.messages is not None)
+                chosen = self._choose(kept, current_turn, budget_chars) or _Choice([], 0)
+            _pack(kept, chosen.numbers[:-1])
+            prefix = _Text(kept.packed.text) if kept.packed else None
+            turns = [kept.turns[n] for n in chosen.numbers if n in kept.turns]
             self._kept[conversation_id] = kept
             while len(self._kept) > 1 and (
                 len(self._kept) > self._limit
@@ -206,8 +269,7 @@ class HistoryCache:
             ):
                 self._kept.popitem(last=False)
             current = kept.turns.get(current_turn, _Turn())
-            earlier = sum(turn.size for turn in turns) - current.size
-            return Window(_joined(turns), earlier, current.size)
+            return Window(_joined(prefix, turns), chosen.chars - current.size, current.size)
 
     def _load(self, conversation_id: str, current_turn: int, budget_chars: int) -> _Kept:
         rows, older = self._rows.history_tail(
@@ -237,66 +299,82 @@ class HistoryCache:
                 content = [{"type": "text", "text": body}]
             if row_turn != number:  # a turn's rows come together
                 number = row_turn
-                turn = turns.get(number) or turns.setdefault(number, _Turn())
-                if turn.messages is None:  # a late row of a packed turn (not seen in practice):
-                    kept.stale = True  # read again; a call may still be sending its text
+                if number <= kept.packed.last():  # a late row of a packed turn (not seen in
+                    kept.stale = True  # practice): read again; a call may be sending its text
                     return
+                turn = turns.get(number) or turns.setdefault(number, _Turn())
                 turn.api_changed()
-            assert turn.messages is not None
             turn.messages.append((KINDS[code], content, plain))
             turn.count += 1
             chars = len(body)
             turn.size += chars
             size += chars
-        kept.weight += size + len(rows) * MESSAGE_BYTES
+        kept.loose += size + len(rows) * MESSAGE_BYTES
         if rows:
             kept.last_id = max(kept.last_id, max(row[0] for row in rows))
 
-    def _choose(self, kept: _Kept, current_turn: int, budget_chars: int) -> list[int] | None:
-        """Turn numbers to send, oldest first; None if the budget wants turns not kept."""
-        chosen: list[int] = []
+    def _choose(self, kept: _Kept, current_turn: int, budget_chars: int) -> _Choice | None:
+        """The turns to send: the newest that fit in the budget, oldest first; None if the
+        budget wants turns not kept (or the packed ones are not all earlier)."""
+        packed = kept.packed
+        if packed.last() >= current_turn:
+            return None
+        numbers: list[int] = []
         spent = 0
         for number in sorted(kept.turns, reverse=True):
             if number > current_turn:
                 continue
             size = kept.turns[number].size
             if number != current_turn and spent + size > budget_chars:
-                gone = [n for n in kept.turns if n < number]  # out of the budget for good
+                gone = [n for n in kept.turns if n <= number]  # out of the budget for good
                 for old in gone:
-                    kept.weight -= _weight(kept.turns.pop(old))
-                kept.older = kept.older or bool(gone)
-                break
+                    kept.loose -= kept.turns.pop(old).weight()
+                kept.older = kept.older or bool(gone) or bool(packed)
+                packed.drop(len(packed))
+                numbers.reverse()
+                return _Choice(numbers, spent)
             spent += size
-            chosen.append(number)
-        else:
-            if kept.older:
-                return None
-        chosen.reverse()
-        return chosen
+            numbers.append(number)
+        numbers.reverse()
+        start = len(packed)
+        while start and spent + packed.sizes[start - 1] <= budget_chars:
+            start -= 1
+            spent += packed.sizes[start]
+        if start:  # the older ones are out of the budget for good
+            packed.drop(start)
+            kept.older = True
+        elif kept.older:
+            return None
+        return _Choice(numbers, spent)
 
 
-def _weight(turn: _Turn) -> int:
-    if turn.packed:
-        assert turn.json is not None
-        return len(turn.json) + TURN_BYTES
-    return turn.size + turn.count * MESSAGE_BYTES
+def _pack(kept: _Kept, earlier: list[int]) -> None:
+    """Pack the oldest of the ``earlier`` turns a call sends that were sent before (so have
+    their text), and are closed: from now on their text is enough."""
+    for number in earlier:
+        turn = kept.turns[number]
+        if turn.json is None or not turn.closed:
+            return
+        kept.packed.add(number, kept.turns.pop(number))
+        kept.loose -= turn.weight()
 
 
 def _is_closed(turn: _Turn) -> bool:
-    if not turn.packed:
-        turn.api()  # finds out
+    turn.api()  # finds out
     return turn.closed
 
 
-def _joined(turns: list[_Turn]) -> History:
-    """The API messages of ``turns``: each turn's own, kept between calls, joined where every
-    earlier turn is closed (the usual case); converted together where one is not."""
+def _joined(prefix: _Text | None, turns: list[_Turn]) -> History:
+    """The API messages of the packed turns (``prefix``) and ``turns``: each turn's own, kept
+    between calls, joined where every earlier turn is closed (the usual case); converted
+    together where one is not."""
+    packed: list[_Text | _Turn] = [prefix] if prefix is not None else []
     if not turns:
-        return History([], [])
+        return History(packed, [])
     *earlier, last = turns
     api = last.api()
-    closed = all(turn.messages is None or _is_closed(turn) for turn in earlier)
+    closed = all(_is_closed(turn) for turn in earlier)
     if closed and (not api or api[0]["role"] == "user"):
-        return History(earlier, list(api))
-    rows = [_Message(*row) for turn in turns for row in turn.rows()]
+        return History([*packed, *earlier], list(api))
+    rows = [_Message(*row) for turn in packed + turns for row in turn.rows()]
     return History([], to_api_messages(rows))

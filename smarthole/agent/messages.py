@@ -109,7 +109,9 @@ def _not_run(tool_use_id: str) -> dict[str, Any]:
 class Turn(Protocol):
     """An earlier turn of a :class:`History` (the history cache's)."""
 
-    json: str | None  # its text, once encoded
+    @property
+    def json(self) -> str | None:  # its text, once encoded
+        ...
 
     def api(self) -> list[dict[str, Any]]: ...
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from smarthole.agent.client import encode_json
-from smarthole.agent.history import MESSAGE_BYTES, HistoryCache
+from smarthole.agent.history import MESSAGE_BYTES, PACKED_TURN_BYTES, HistoryCache
 from smarthole.agent.messages import with_breakpoint
 from smarthole.agent.prompts import turn_context
 from smarthole.db.store import Store
@@ -183,7 +185,7 @@ def test_an_earlier_turn_is_encoded_once_then_kept_as_its_text(store):
         assert encode.values == (1 if turn == 1 else 2)
         say(store, conversation, turn, f"answer {turn}", kind="assistant")
     kept = cache._kept[conversation.id]
-    assert [turn.packed for turn in kept.turns.values()] == [True, True, True, False, False]
+    assert list(kept.packed.numbers) == [1, 2, 3] and list(kept.turns) == [4, 5]
 
 
 def test_packed_turns_weigh_their_text_not_their_objects(store):
@@ -211,3 +213,54 @@ def test_a_late_row_of_a_packed_turn_reads_the_history_again(store):
     say(store, conversation, 1, "a late reply", kind="assistant")
     history = cache.window(conversation.id, current_turn=3, budget_chars=10**6).history
     assert texts(history.messages())[1] == ["answer 1", "a late reply"]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.lists(st.integers(1, 120), min_size=1, max_size=14),
+    budgets=st.lists(st.sampled_from([60, 150, 400, 10**6]), min_size=1, max_size=14),
+    tools=st.lists(st.booleans(), min_size=1, max_size=14),
+)
+def test_a_kept_history_sends_what_a_fresh_read_would(store, sizes, budgets, tools):
+    """Turn after turn, under budgets that grow and shrink (so packed turns are dropped and
+    read again), with tool calls in some turns, the kept history's text and messages equal a
+    fresh cache's."""
+    conversation = store.create_conversation("c")
+    kept = HistoryCache(store, turn_context)
+    for turn, size in enumerate(sizes, start=1):
+        say(store, conversation, turn, "q" * size)
+        if tools[turn % len(tools)]:  # a tool call and its result: the turn is not closed yet
+            call = {"type": "tool_use", "id": f"tu{turn}", "name": "t", "input": {}}
+            store.append_message(conversation.id, turn, "assistant", [call])
+            result = {"type": "tool_result", "tool_use_id": f"tu{turn}", "content": "r" * size}
+            store.append_message(conversation.id, turn, "tool_result", [result])
+        budget = budgets[turn % len(budgets)]
+        for _ in range(2):  # the second call packs what the first sent
+            window = kept.window(conversation.id, current_turn=turn, budget_chars=budget)
+            fresh = HistoryCache(store, turn_context).window(
+                conversation.id, current_turn=turn, budget_chars=budget
+            )
+            assert window.history.json(encode_json) == fresh.history.json(encode_json)
+            assert window.messages == fresh.messages
+            assert (window.earlier_chars, window.current_chars) == (
+                fresh.earlier_chars,
+                fresh.current_chars,
+            )
+        say(store, conversation, turn, "a" * (size // 2 + 1), kind="assistant")
+
+
+def test_a_packed_turn_costs_its_text_and_a_few_bytes(store):
+    cache = HistoryCache(store, turn_context)
+    conversation = store.create_conversation("c")
+    for turn in range(1, 102):
+        say(store, conversation, turn, f"question {turn}")
+        say(store, conversation, turn, f"answer {turn}", kind="assistant")
+    for _ in range(2):
+        cache.window(conversation.id, current_turn=101, budget_chars=10**6).history.json(
+            encode_json
+        )
+    kept = cache._kept[conversation.id]
+    assert len(kept.packed) == 100 and list(kept.turns) == [101]
+    assert kept.packed.weight() == len(kept.packed.text) + 100 * PACKED_TURN_BYTES
