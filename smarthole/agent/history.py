@@ -119,13 +119,14 @@ class _Packed:
     their JSON text, joined by commas into one string: an object for every turn of a long
     conversation would cost as much as its text."""
 
-    __slots__ = ("base", "ends", "numbers", "sizes", "text")
+    __slots__ = ("base", "chars", "ends", "numbers", "sizes", "text")
 
     def __init__(self) -> None:
         self.text = ""
         self.base = 0  # the offset of text[0] in the offsets of ends: dropping turns moves it
         self.numbers = array("q")  # turn numbers, ascending
         self.sizes = array("q")  # each turn's stored characters: what the budget counts
+        self.chars = 0  # their sum
         self.ends = array("q")  # where each turn's text ends
 
     def __len__(self) -> int:
@@ -138,22 +139,29 @@ class _Packed:
     def weight(self) -> int:
         return len(self.text) + PACKED_TURN_BYTES * len(self.numbers)
 
-    def add(self, number: int, turn: _Turn) -> None:
-        """Keep a closed turn, newer than those kept, as its text (which it has been sent as)."""
-        assert turn.json and number > self.last()
-        self.text = f"{self.text},{turn.json}" if self.text else turn.json
-        self.numbers.append(number)
-        self.sizes.append(turn.size)
-        self.ends.append(self.base + len(self.text))
+    def add(self, turns: list[tuple[int, _Turn]]) -> None:
+        """Keep closed turns, newer than those kept, as their text (they were sent as it)."""
+        end = self.base + len(self.text)
+        texts = [self.text] if self.text else []
+        for number, turn in turns:
+            assert turn.json and number > self.last()
+            end += len(turn.json) + bool(texts)  # and the comma before it
+            texts.append(turn.json)
+            self.numbers.append(number)
+            self.sizes.append(turn.size)
+            self.chars += turn.size
+            self.ends.append(end)
+        self.text = ",".join(texts)  # one copy, however many turns come
 
     def drop(self, count: int) -> None:
         """Forget the oldest ``count`` turns."""
         if count >= len(self.numbers):
-            self.text, self.base = "", 0
+            self.text, self.base, self.chars = "", 0, 0
             for values in (self.numbers, self.sizes, self.ends):
                 del values[:]
             return
         cut = self.ends[count - 1] - self.base + 1  # with the comma after it
+        self.chars -= sum(self.sizes[:count])
         self.text = self.text[cut:]
         self.base += cut
         for values in (self.numbers, self.sizes, self.ends):
@@ -191,6 +199,7 @@ class _Kept:
     last_id: int
     turns: dict[int, _Turn]  # those not packed, by number, ascending
     older: bool  # turns before the first kept one exist in the store
+    older_size: int = 0  # the stored characters of the newest of them (0: not known)
     loose: int = 0  # about the bytes the turns not packed hold: text and objects (MESSAGE_BYTES)
     stale: bool = False  # a row came for a packed turn: read the history again
     packed: _Packed = field(default_factory=_Packed)  # all older than ``turns``
@@ -329,7 +338,7 @@ class HistoryCache:
                 gone = [n for n in kept.turns if n <= number]  # out of the budget for good
                 for old in gone:
                     kept.loose -= kept.turns.pop(old).weight()
-                kept.older = kept.older or bool(gone) or bool(packed)
+                kept.older, kept.older_size = True, size
                 packed.drop(len(packed))
                 numbers.reverse()
                 return _Choice(numbers, spent)
@@ -337,26 +346,31 @@ class HistoryCache:
             numbers.append(number)
         numbers.reverse()
         start = len(packed)
+        if spent + packed.chars <= budget_chars:  # the usual case: all of them fit
+            start, spent = 0, spent + packed.chars
         while start and spent + packed.sizes[start - 1] <= budget_chars:
             start -= 1
             spent += packed.sizes[start]
         if start:  # the older ones are out of the budget for good
+            kept.older, kept.older_size = True, packed.sizes[start - 1]
             packed.drop(start)
-            kept.older = True
-        elif kept.older:
-            return None
+        elif kept.older and spent + kept.older_size <= budget_chars:
+            return None  # the newest turn not kept would fit: read again
         return _Choice(numbers, spent)
 
 
 def _pack(kept: _Kept, earlier: list[int]) -> None:
     """Pack the oldest of the ``earlier`` turns a call sends that were sent before (so have
     their text), and are closed: from now on their text is enough."""
+    sent = []
     for number in earlier:
         turn = kept.turns[number]
         if turn.json is None or not turn.closed:
-            return
-        kept.packed.add(number, kept.turns.pop(number))
+            break
+        sent.append((number, kept.turns.pop(number)))
         kept.loose -= turn.weight()
+    if sent:
+        kept.packed.add(sent)
 
 
 def _is_closed(turn: _Turn) -> bool:
