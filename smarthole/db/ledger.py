@@ -22,6 +22,7 @@ from .records import Message, like_prefix
 from .store import Store
 
 ACTIVE = ("queued", "in_progress", "deferred")
+UNFINISHED = f"status IN ({', '.join(repr(status) for status in ACTIVE)})"  # SQL: not done
 
 
 class Admission(enum.Enum):
@@ -158,9 +159,9 @@ class Ledger:
         """
         rows = self.store.query(
             "SELECT * FROM inbox WHERE rowid IN (SELECT (SELECT rowid FROM inbox AS i "
-            "WHERE i.channel = c.channel AND i.status IN ('queued', 'in_progress', 'deferred') "
+            f"WHERE i.channel = c.channel AND i.{UNFINISHED} "
             "ORDER BY i.sort_at, i.rowid LIMIT 1) FROM (SELECT DISTINCT channel FROM inbox "
-            "WHERE status IN ('queued', 'in_progress', 'deferred')) AS c)"
+            f"WHERE {UNFINISHED}) AS c)"
         )
         heads: dict[str, tuple[tuple[Any, ...], LedgerEntry]] = {}
         known = self._heads
@@ -175,8 +176,8 @@ class Ledger:
     def channel_head(self, channel: str) -> LedgerEntry | None:
         """The first unfinished message of ``channel``, if any (see :meth:`channel_heads`)."""
         row = self.store.query_one(
-            "SELECT * FROM inbox WHERE channel = ? AND status IN ('queued', 'in_progress', "
-            "'deferred') ORDER BY sort_at, rowid LIMIT 1",
+            f"SELECT * FROM inbox WHERE channel = ? AND {UNFINISHED} "
+            "ORDER BY sort_at, rowid LIMIT 1",
             (channel,),
         )
         return LedgerEntry.from_row(row) if row else None
