@@ -12,10 +12,12 @@ munmap per large block.
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import cast
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,36 @@ def fix_malloc_thresholds(env: Mapping[str, str]) -> bool:
     if not done:
         logger.debug("mallopt refused the thresholds; malloc keeps its own")
     return done
+
+
+def release_free_memory() -> bool:
+    """Give the free pages inside malloc's heaps back to the system; True if it could.
+
+    The fixed thresholds return free space at the top of a heap, but not the holes in the
+    middle that blocks freed there leave, and a busy daemon makes many: after a backlog of
+    thousands of messages, several MiB of them. ``malloc_trim`` releases the pages of those
+    holes (the blocks stay malloc's, and a page is only faulted in again when reused). The
+    housekeeper calls it every pass; a pass with little to release costs a few microseconds.
+    Nothing happens on another C library.
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+@functools.cache  # looked up at the first call: nothing is done at import
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, ValueError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return cast("Callable[[int], int]", trim)
 
 
 def settle() -> None:

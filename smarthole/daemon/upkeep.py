@@ -16,6 +16,7 @@ from ..db.events import about_turn
 from ..db.pending import PendingQuestions
 from ..db.tasks import Tasks
 from ..formats import Clock
+from .memory import release_free_memory
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -55,7 +56,8 @@ def recover(runtime: Runtime, clock: Clock) -> None:
 
 
 def housekeeping(runtime: Runtime, clock: Clock) -> None:
-    """Expire old questions, end idle conversations, write due titles and summaries."""
+    """Expire old questions, end idle conversations, write due titles and summaries, and give
+    the memory malloc holds free back to the system."""
     store = runtime.app.store
     config = runtime.app.config.conversation  # read each pass: a reload applies at once
     PendingQuestions(store).expire(clock(), config.pending_state_timeout_minutes)
@@ -68,6 +70,7 @@ def housekeeping(runtime: Runtime, clock: Clock) -> None:
         if clock() - conversation.updated_at > idle:
             runtime.processor.conversations.end(conversation, "idle_timeout")
     runtime.titler.sweep()
+    release_free_memory()
 
 
 def housekeeper(runtime: Runtime, clock: Clock, stop: threading.Event) -> None:
