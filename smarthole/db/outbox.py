@@ -129,24 +129,40 @@ class OutboxRecord:
     def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
         """Record an item under a fixed id (once); returns it and its state."""
         created_at = self.store.now()
+        planned = OutboxItem(
+            id=item_id,
+            in_reply_to=item["in_reply_to"],
+            conversation=item["conversation"],
+            channel=item["channel"],
+            turn=item["turn"],
+            kind=item["kind"],
+            waiting_for_reply=bool(item.get("waiting_for_reply", False)),
+            text=item["text"],
+            path=self.folder / file_name(parse_time(created_at), item_id),
+            created_at=parse_time(created_at),
+        )
         with self.store.transaction() as db:
-            db.execute(
+            inserted = db.execute(
                 "INSERT INTO outbox (id, in_reply_to, conversation_id, channel, turn, kind, "
                 "waiting_for_reply, text, file_name, created_at, state) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned') ON CONFLICT (id) DO NOTHING",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned') ON CONFLICT (id) DO NOTHING "
+                "RETURNING state",
                 (
                     item_id,
-                    item["in_reply_to"],
-                    item["conversation"],
-                    item["channel"],
-                    item["turn"],
-                    item["kind"],
-                    int(item.get("waiting_for_reply", False)),
-                    item["text"],
-                    file_name(parse_time(created_at), item_id),
+                    planned.in_reply_to,
+                    planned.conversation,
+                    planned.channel,
+                    planned.turn,
+                    planned.kind,
+                    int(planned.waiting_for_reply),
+                    planned.text,
+                    planned.path.name,
                     created_at,
                 ),
-            )
+            ).fetchall()
+            if inserted:
+                return planned, "planned"
+            # Planned by an earlier attempt: that item, under its own time and file name.
             row = db.execute("SELECT * FROM outbox WHERE id = ?", (item_id,)).fetchone()
         return self._item(row), row["state"]
 

@@ -87,11 +87,11 @@ class Processor:
     def process(self, entry: LedgerEntry) -> str:
         """Run (or resume) the turn of ``entry``; returns done, deferred, dead or interrupted."""
         try:
-            conversation, number = self._begin(entry)
+            conversation, number, so_far = self._begin(entry)
         except MessageError as exc:
             self.inbox.set_aside(entry, str(exc))
             return "dead"
-        run = self._turn_run(entry, conversation, number)
+        run = self._turn_run(entry, conversation, number, so_far)
         try:
             outcome = self._run(entry, run)
         except TurnInterrupted:
@@ -106,7 +106,7 @@ class Processor:
             logger.exception("turn of message %s failed unexpectedly", entry.id)
             error = InternalError(f"internal error: {type(exc).__name__}: {exc}")
             return self._failed(entry, conversation, number, error)
-        self._complete(entry, conversation, number, outcome, run.stored())
+        self._complete(run, outcome)
         return "done"
 
     def _run(self, entry: LedgerEntry, run: TurnRun) -> TurnOutcome:
@@ -124,9 +124,11 @@ class Processor:
         run.record_text(text)
         return TurnOutcome(text=text)
 
-    def _begin(self, entry: LedgerEntry) -> tuple[Conversation, int]:
-        """Find this message's turn (a retry or resume), or start it."""
-        turn = self.store.turn_for_message(entry.id)
+    def _begin(self, entry: LedgerEntry) -> tuple[Conversation, int, list[StoredMessage] | None]:
+        """Find this message's turn (a retry or resume), or start it; a new turn comes with
+        its stored messages (the user's), so they are not read again. A turn is recorded in
+        its ledger entry when it starts: an entry with no conversation has none to look up."""
+        turn = None if entry.conversation_id is None else self.store.turn_for_message(entry.id)
         if turn is not None:
             conversation = self.store.conversation(turn.conversation_id)
             assert conversation is not None
@@ -140,7 +142,7 @@ class Processor:
                 )
             self.store.update_turn(conversation.id, turn.number, status="running")
             self.ledger.set_status(entry.id, "in_progress")
-            return conversation, turn.number
+            return conversation, turn.number, None
         message = entry.message
         # One transaction: a crash never leaves a conversation started (or ended) for a
         # message whose turn does not exist.
@@ -163,8 +165,9 @@ class Processor:
             self.events.emit(
                 "message_stored", **where, role="user", kind="user", stored_id=stored.id
             )
-        self._notify_stored(conversation.id, stored)
-        return conversation, number
+        updated = self.store.conversation(conversation.id)  # its turn count and time, now
+        self.app.plugins.notify("message_stored", conversation=updated, message=stored)
+        return conversation, number, [stored]
 
     def _conversation_for(self, entry: LedgerEntry) -> Conversation:
         message = entry.message
@@ -195,7 +198,13 @@ class Processor:
             return None  # it is waiting for this reply: the pending timeout governs instead
         return "idle_timeout"
 
-    def _turn_run(self, entry: LedgerEntry, conversation: Conversation, number: int) -> TurnRun:
+    def _turn_run(
+        self,
+        entry: LedgerEntry,
+        conversation: Conversation,
+        number: int,
+        so_far: list[StoredMessage] | None,
+    ) -> TurnRun:
         if self.titler is not None:
             self.titler.sweep(channel=conversation.channel)
         recent = self.store.recent_conversations(
@@ -204,11 +213,12 @@ class Processor:
         extra = self.app.plugins.collect(
             "extend_system_prompt", conversation=conversation, message=entry.message
         )
+        pending = self.pending.get(conversation.id)
         system = system_prompt(
             self.config.agent,
             conversation=conversation,
             recent=[c for c in recent if c.id != conversation.id],
-            pending=self.pending.get(conversation.id),
+            pending=pending,
             extra=extra,
         )
         return TurnRun(
@@ -221,18 +231,15 @@ class Processor:
             system_blocks=system,
             history_cache=self.history,
             stop=self.stop,
+            answering=pending,
+            stored_so_far=so_far,
         )
 
     # -- endings ----------------------------------------------------------------------------
 
-    def _complete(
-        self,
-        entry: LedgerEntry,
-        conversation: Conversation,
-        number: int,
-        outcome: TurnOutcome,
-        turn_messages: list[StoredMessage],
-    ) -> None:
+    def _complete(self, run: TurnRun, outcome: TurnOutcome) -> None:
+        entry, conversation, number = run.entry, run.conversation, run.number
+        turn_messages = run.stored()
         questions = [m for m in turn_messages if m.kind == "question"]
         if outcome.note and not any(m.kind == "note" for m in turn_messages):
             self.store.append_message(
@@ -262,7 +269,7 @@ class Processor:
                         created_at=self.app.now(),
                     )
                 )
-            else:
+            elif run.answering is not None:  # none pending at the start: none to clear
                 self.pending.clear(conversation.id)
             self._turn_event(
                 "turn_completed",
@@ -391,7 +398,3 @@ class Processor:
             text=text,
             waiting_for_reply=waiting_for_reply,
         )
-
-    def _notify_stored(self, conversation_id: str, stored: StoredMessage) -> None:
-        conversation = self.store.conversation(conversation_id)
-        self.app.plugins.notify("message_stored", conversation=conversation, message=stored)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..db.events import EventLog
     from ..db.ledger import LedgerEntry
     from ..db.outbox import OutboxItem
+    from ..db.pending import PendingQuestion
     from ..db.records import Conversation, StoredMessage
     from ..tools import ToolResult
     from .outbox import Outbox
@@ -50,6 +51,11 @@ class TurnRun:
     system_blocks: list[dict[str, Any]]
     history_cache: HistoryCache
     stop: threading.Event | None = None
+    # The pending question this turn answers: the one saved when the turn started, if any.
+    answering: PendingQuestion | None = None
+    # The turn's stored messages when the caller knows them (a turn it has just started):
+    # they need not be read again.
+    stored_so_far: list[StoredMessage] | None = field(default=None, repr=False)
     budget_chars: int = field(init=False)
     trimmed: bool = field(default=False, init=False)
     # This attempt's messages of the turn: read once, then extended by what it stores (nothing
@@ -58,6 +64,8 @@ class TurnRun:
 
     def __post_init__(self) -> None:
         self.store = self.app.store
+        if self.stored_so_far is not None:
+            self._stored = list(self.stored_so_far)
         self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
 
     @property

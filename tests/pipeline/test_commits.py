@@ -6,14 +6,14 @@ from smarthole.testing import text
 from tests.helpers import db, drop, finals, run_once, write_config
 
 
-def counted_runs(home, env, statements, counts) -> list[int]:
+def counted_runs(home, env, statements, counts, ids="m") -> list[int]:
     """Run the daemon once on one message, then once on three: the statements each run made
-    that ``counts`` accepts."""
+    that ``counts`` accepts. Message ids begin with ``ids``."""
     per_run = []
     for count in (1, 3):
         statements.clear()
         for n in range(count):
-            drop(home, f"hello {n}", f"m{count}-{n}")
+            drop(home, f"hello {n}", f"{ids}{count}-{n}")
         run_once(home, env)
         per_run.append(sum(1 for statement in statements if counts(statement)))
     return per_run
@@ -29,6 +29,29 @@ def test_a_one_turn_message_commits_five_times(home, fake, env, statements):
     per_run = counted_runs(home, env, statements, lambda s: s == "COMMIT")
     assert len(finals(home)) == 5
     assert (per_run[1] - per_run[0]) / 2 == 5
+
+
+def test_a_new_turn_does_not_read_back_what_it_has_just_written(home, fake, env, statements):
+    """A new turn knows that it has no earlier attempt, its own user message, that no
+    question was pending (so there is none to clear) and the outbox item it planned: it
+    neither reads them back nor deletes what is not there."""
+    fake.default = text("Hello.")
+    drop(home, "warm up", "m0")
+    run_once(home, env)
+
+    def reads_back(statement: str) -> bool:
+        return statement.startswith(
+            (
+                "SELECT * FROM message_rows",  # the turn's stored messages
+                "SELECT * FROM outbox WHERE id",  # the item just planned
+                "DELETE FROM plugin_data",  # a pending question
+            )
+        )
+
+    assert counted_runs(home, env, statements, reads_back) == [0, 0]
+    turn_rows = "SELECT c.id AS conversation_id, t.number"  # how the store reads a turn
+    turn_reads = counted_runs(home, env, statements, lambda s: s.startswith(turn_rows), "t")
+    assert (turn_reads[1] - turn_reads[0]) / 2 == 1  # only the completion's look at the turn
 
 
 def test_a_turn_looks_for_due_titles_only_when_one_can_be_due(home, fake, env, statements):
