@@ -17,7 +17,7 @@ import gc
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import cast
+from typing import Any, cast
 
 logger = logging.getLogger(__name__)
 
@@ -34,13 +34,9 @@ def fix_malloc_thresholds(env: Mapping[str, str]) -> bool:
     """
     if any(name in env for name in OWN_SETTINGS):
         return False
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return False
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError, ValueError):
+    mallopt = _glibc("mallopt", ctypes.c_int, ctypes.c_int)
+    if mallopt is None:
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     done = all(mallopt(p, LARGE_BLOCK) == 1 for p in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD))
     if not done:
         logger.debug("mallopt refused the thresholds; malloc keeps its own")
@@ -57,7 +53,7 @@ def release_free_memory() -> bool:
     housekeeper calls it every pass; a pass with little to release costs a few microseconds.
     Nothing happens on another C library.
     """
-    trim = _malloc_trim()
+    trim = _glibc("malloc_trim", ctypes.c_size_t)
     if trim is None:
         return False
     trim(0)
@@ -65,16 +61,17 @@ def release_free_memory() -> bool:
 
 
 @functools.cache  # looked up at the first call: nothing is done at import
-def _malloc_trim() -> Callable[[int], int] | None:
+def _glibc(name: str, *argtypes: Any) -> Callable[..., int] | None:
+    """glibc's function ``name`` (returning an int), or None on another C library."""
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
             return None
-        trim = ctypes.CDLL(None).malloc_trim
+        function = getattr(ctypes.CDLL(None), name)
     except (AttributeError, OSError, ValueError):
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return cast("Callable[[int], int]", trim)
+    function.argtypes = list(argtypes)
+    function.restype = ctypes.c_int
+    return cast("Callable[..., int]", function)
 
 
 def settle() -> None:
