@@ -63,7 +63,7 @@ def housekeeping(runtime: Runtime, clock: Clock) -> None:
     PendingQuestions(store).expire(clock(), config.pending_state_timeout_minutes)
     idle = timedelta(minutes=config.idle_timeout_minutes)
     waiting = {q.conversation_id for q in PendingQuestions(store).all()}
-    busy = runtime.ledger.busy_channels()
+    busy = runtime.ledger.channels_with_work()
     for conversation in store.open_conversations():
         if conversation.id in waiting or conversation.channel in busy:
             continue

@@ -23,6 +23,7 @@ from .store import Store
 
 ACTIVE = ("queued", "in_progress", "deferred")
 UNFINISHED = f"status IN ({', '.join(repr(status) for status in ACTIVE)})"  # SQL: not done
+CHANNELS_WITH_WORK = f"SELECT DISTINCT channel FROM inbox WHERE {UNFINISHED}"
 
 
 class Admission(enum.Enum):
@@ -152,7 +153,7 @@ class Ledger:
         )
         return [LedgerEntry.from_row(r) for r in rows]
 
-    def busy_channels(self) -> set[str]:
+    def channels_with_work(self) -> set[str]:
         """The channels with an unfinished message: a walk of the status index, no rows read.
 
         Housekeeping asks this every pass; with ten thousand messages waiting, reading their
@@ -160,8 +161,7 @@ class Ledger:
         short-lived objects each time, and the memory they left fragmented stayed with the
         daemon after the backlog had drained.
         """
-        rows = self.store.query(f"SELECT DISTINCT channel FROM inbox WHERE {UNFINISHED}")
-        return {row[0] for row in rows}
+        return {row[0] for row in self.store.query(CHANNELS_WITH_WORK)}
 
     def channel_heads(self) -> list[LedgerEntry]:
         """The first unfinished message of every channel, in channel order.
@@ -171,8 +171,7 @@ class Ledger:
         rows = self.store.query(
             "SELECT * FROM inbox WHERE rowid IN (SELECT (SELECT rowid FROM inbox AS i "
             f"WHERE i.channel = c.channel AND i.{UNFINISHED} "
-            "ORDER BY i.sort_at, i.rowid LIMIT 1) FROM (SELECT DISTINCT channel FROM inbox "
-            f"WHERE {UNFINISHED}) AS c)"
+            f"ORDER BY i.sort_at, i.rowid LIMIT 1) FROM ({CHANNELS_WITH_WORK}) AS c)"
         )
         heads: dict[str, tuple[tuple[Any, ...], LedgerEntry]] = {}
         known = self._heads

@@ -129,6 +129,7 @@ class OutboxRecord:
     def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
         """Record an item under a fixed id (once); returns it and its state."""
         created_at = self.store.now()
+        moment = parse_time(created_at)  # as a row read back would give it
         planned = OutboxItem(
             id=item_id,
             in_reply_to=item["in_reply_to"],
@@ -138,8 +139,8 @@ class OutboxRecord:
             kind=item["kind"],
             waiting_for_reply=bool(item.get("waiting_for_reply", False)),
             text=item["text"],
-            path=self.folder / file_name(parse_time(created_at), item_id),
-            created_at=parse_time(created_at),
+            path=self.folder / file_name(moment, item_id),
+            created_at=moment,
         )
         with self.store.transaction() as db:
             inserted = db.execute(

@@ -53,19 +53,15 @@ class TurnRun:
     stop: threading.Event | None = None
     # The pending question this turn answers: the one saved when the turn started, if any.
     answering: PendingQuestion | None = None
-    # The turn's stored messages when the caller knows them (a turn it has just started):
-    # they need not be read again.
+    # The turn's stored messages: given by a caller that knows them (a turn it has just
+    # started), else read at first use; then extended by what this attempt stores (nothing
+    # else writes to a turn while its attempt runs).
     stored_so_far: list[StoredMessage] | None = field(default=None, repr=False)
     budget_chars: int = field(init=False)
     trimmed: bool = field(default=False, init=False)
-    # This attempt's messages of the turn: read once, then extended by what it stores (nothing
-    # else writes to a turn while its attempt runs).
-    _stored: list[StoredMessage] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.store = self.app.store
-        if self.stored_so_far is not None:
-            self._stored = list(self.stored_so_far)
         self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
 
     @property
@@ -90,13 +86,13 @@ class TurnRun:
 
     def stored(self) -> list[StoredMessage]:
         """Every stored message of this turn, of every kind, oldest first."""
-        if self._stored is None:
-            self._stored = self.store.messages(self.conversation.id, turn=self.number)
-        return list(self._stored)
+        if self.stored_so_far is None:
+            self.stored_so_far = self.store.messages(self.conversation.id, turn=self.number)
+        return list(self.stored_so_far)
 
     def _remember(self, stored: StoredMessage) -> None:
         """Add a message this attempt stored, once its transaction has committed."""
-        kept = self._stored
+        kept = self.stored_so_far
         if kept is not None:
             self.store.after_commit(lambda: kept.append(stored))
 

@@ -242,7 +242,7 @@ def test_only_the_head_of_each_channel_is_runnable(store, tmp_path):
     assert ledger.channel_heads()[0] is heads[0], "a head that did not change is not parsed again"
 
 
-def test_busy_channels_are_those_with_an_unfinished_message(store, tmp_path):
+def test_channels_with_work_are_those_with_an_unfinished_message(store, tmp_path):
     ledger = Ledger(store)
     for name, channel in [("a", "one"), ("b", "two"), ("c", "three"), ("d", "four")]:
         ledger.admit(
@@ -254,9 +254,9 @@ def test_busy_channels_are_those_with_an_unfinished_message(store, tmp_path):
     ledger.set_status("b", "dead")
     ledger.set_status("c", "deferred", next_attempt_at="2026-01-04T00:00:00Z")
     ledger.set_status("d", "in_progress")
-    assert ledger.busy_channels() == {"three", "four"}
+    assert ledger.channels_with_work() == {"three", "four"}
     ledger.admit(message("e.md", "+++\nid = 'e'\n+++\ne"), channel="one", claimed_path=tmp_path)
-    assert ledger.busy_channels() == {"one", "three", "four"}
+    assert ledger.channels_with_work() == {"one", "three", "four"}
 
 
 def test_pending_questions_expire_strictly_after_the_timeout(store):
