@@ -1,6 +1,7 @@
 """The outbox table: each message for the user, planned, written, then delivered.
 
 An item is first *planned* (a row with its final file name), then *written*, then *delivered*;
+a turn's final reply, whose name comes from stored data, is recorded once, as delivered.
 ``smarthole.pipeline.outbox`` does the writing and delivering. :class:`OutboxItem` is what
 plugins receive in ``deliver``.
 """
@@ -126,11 +127,9 @@ class OutboxRecord:
         )
         return [self._item(row) for row in rows]
 
-    def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
-        """Record an item under a fixed id (once); returns it and its state."""
-        created_at = self.store.now()
-        moment = parse_time(created_at)  # as a row read back would give it
-        planned = OutboxItem(
+    def item(self, item_id: str, created_at: datetime, **item: Unpack[ItemFields]) -> OutboxItem:
+        """The item of these fields, its file name fixed by its id and time."""
+        return OutboxItem(
             id=item_id,
             in_reply_to=item["in_reply_to"],
             conversation=item["conversation"],
@@ -139,33 +138,41 @@ class OutboxRecord:
             kind=item["kind"],
             waiting_for_reply=bool(item.get("waiting_for_reply", False)),
             text=item["text"],
-            path=self.folder / file_name(moment, item_id),
-            created_at=moment,
+            path=self.folder / file_name(created_at, item_id),
+            created_at=created_at,
         )
+
+    def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
+        """Record an item under a fixed id (once); returns it and its state."""
+        planned = self.item(item_id, parse_time(self.store.now()), **item)
         with self.store.transaction() as db:
-            inserted = db.execute(
-                "INSERT INTO outbox (id, in_reply_to, conversation_id, channel, turn, kind, "
-                "waiting_for_reply, text, file_name, created_at, state) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned') ON CONFLICT (id) DO NOTHING "
-                "RETURNING state",
-                (
-                    item_id,
-                    planned.in_reply_to,
-                    planned.conversation,
-                    planned.channel,
-                    planned.turn,
-                    planned.kind,
-                    int(planned.waiting_for_reply),
-                    planned.text,
-                    planned.path.name,
-                    created_at,
-                ),
-            ).fetchall()
-            if inserted:
+            if self.record(planned, "planned", db=db):
                 return planned, "planned"
             # Planned by an earlier attempt: that item, under its own time and file name.
             row = db.execute("SELECT * FROM outbox WHERE id = ?", (item_id,)).fetchone()
         return self._item(row), row["state"]
+
+    def record(self, item: OutboxItem, state: str, *, db: sqlite3.Connection) -> bool:
+        """Insert ``item`` in ``state`` (in ``db``'s transaction); False if its id is taken."""
+        inserted = db.execute(
+            "INSERT INTO outbox (id, in_reply_to, conversation_id, channel, turn, kind, "
+            "waiting_for_reply, text, file_name, created_at, state) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (
+                item.id,
+                item.in_reply_to,
+                item.conversation,
+                item.channel,
+                item.turn,
+                item.kind,
+                int(item.waiting_for_reply),
+                item.text,
+                item.path.name,
+                iso(item.created_at),
+                state,
+            ),
+        )
+        return inserted.rowcount == 1
 
     def mark(self, item_id: str, state: str, *, db: sqlite3.Connection | None = None) -> None:
         """Move an item to ``written`` or ``delivered`` (inside ``db``'s transaction if given)."""

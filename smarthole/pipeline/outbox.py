@@ -2,10 +2,11 @@
 
 A file is ``outbox/<UTC timestamp>-<id>.md``: TOML front matter between ``+++`` lines, then
 the text. Writing is idempotent by item id: an item is first *planned* (a row with its final
-file name), then *written* (temp file, fsync, rename), then *delivered* (the ``deliver`` hook;
-a final reply's delivery is recorded in the commit that completes its turn).
-Whatever a crash interrupts is finished on the next attempt under the same id and file name, so
-a reply is never written twice.
+file name), then *written* (temp file, fsync, rename), then *delivered* (the ``deliver`` hook).
+A turn's final reply skips the first two commits: its id and time come from what the turn
+stored, so every attempt gives it the same file name, and the commit that completes the turn
+records it, delivered. Whatever a crash interrupts is finished on the next attempt under the
+same id and file name, so a reply is never written twice.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from ..formats import new_id
 from ..fsutil import atomic_write
 
 if TYPE_CHECKING:
+    import sqlite3
+    from datetime import datetime
+
     from ..db.events import EventLog
     from ..db.store import Store
     from ..home import Home
@@ -40,6 +44,36 @@ class Outbox(OutboxRecord):
         planned, state = self.plan(item_id or new_id(), **item)
         self._complete(planned, state)
         return planned
+
+    def hand_over_final(
+        self, *, item_id: str, at: datetime, fresh: bool, **item: Unpack[ItemFields]
+    ) -> OutboxItem:
+        """Write and deliver a turn's final reply, timed ``at`` (a stored message's time), with
+        no commit: the caller's completion commit records it (:meth:`record_delivered`).
+
+        A crash before that commit finds the same file in place next time and delivers it
+        again. An item an earlier attempt planned (an error reply it gave up with) is finished
+        as planned; a ``fresh`` turn (begun by this attempt) has none to look up.
+        """
+        assert item["kind"] in KINDS, item["kind"]
+        found = None if fresh else self.get(item_id)
+        if found is not None:
+            self._hand_over(*found)
+            return found[0]
+        final = self.item(item_id, at, **item)
+        if not final.path.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write(final.path, final.render())
+            logger.info("wrote %s reply %s to %s", final.kind, final.id, final.path.name)
+        self.plugins.notify("deliver", outbox_item=final)
+        return final
+
+    def record_delivered(self, item: OutboxItem, *, db: sqlite3.Connection) -> None:
+        """Record a handed-over item as delivered, in the caller's transaction."""
+        if self.record(item, "delivered", db=db):
+            self._written_event(item, db)
+        else:
+            self.mark(item.id, "delivered", db=db)
 
     def hand_over(self, *, item_id: str, **item: Unpack[ItemFields]) -> OutboxItem:
         """Plan, write and deliver one item like :meth:`send`, but leave recording its delivery
@@ -69,19 +103,22 @@ class Outbox(OutboxRecord):
         atomic_write(item.path, item.render())
         with self.store.transaction() as db:
             self.mark(item.id, "written", db=db)
-            self.events.emit(
-                "reply_written",
-                conversation=item.conversation,
-                channel=item.channel,
-                turn=item.turn,
-                message_id=item.in_reply_to,
-                db=db,
-                outbox_id=item.id,
-                kind=item.kind,
-                path=str(item.path),
-                waiting_for_reply=item.waiting_for_reply,
-            )
+            self._written_event(item, db)
         logger.info("wrote %s reply %s to %s", item.kind, item.id, item.path.name)
+
+    def _written_event(self, item: OutboxItem, db: sqlite3.Connection) -> None:
+        self.events.emit(
+            "reply_written",
+            conversation=item.conversation,
+            channel=item.channel,
+            turn=item.turn,
+            message_id=item.in_reply_to,
+            db=db,
+            outbox_id=item.id,
+            kind=item.kind,
+            path=str(item.path),
+            waiting_for_reply=item.waiting_for_reply,
+        )
 
     def finish(self, item_id: str) -> None:
         """Write and deliver a planned or written item (crash recovery)."""

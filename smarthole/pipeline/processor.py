@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..db.events import EventLog
     from ..db.ledger import Ledger, LedgerEntry
-    from ..db.outbox import OutboxItem
     from ..db.records import StoredMessage
     from .inbox import Inbox
     from .outbox import Outbox
@@ -106,7 +105,7 @@ class Processor:
             logger.exception("turn of message %s failed unexpectedly", entry.id)
             error = InternalError(f"internal error: {type(exc).__name__}: {exc}")
             return self._failed(entry, conversation, number, error)
-        self._complete(run, outcome)
+        self._complete(run, outcome, fresh=so_far is not None)
         return "done"
 
     def _run(self, entry: LedgerEntry, run: TurnRun) -> TurnOutcome:
@@ -237,25 +236,25 @@ class Processor:
 
     # -- endings ----------------------------------------------------------------------------
 
-    def _complete(self, run: TurnRun, outcome: TurnOutcome) -> None:
+    def _complete(self, run: TurnRun, outcome: TurnOutcome, *, fresh: bool) -> None:
         entry, conversation, number = run.entry, run.conversation, run.number
         turn_messages = run.stored()
         questions = [m for m in turn_messages if m.kind == "question"]
         if outcome.note and not any(m.kind == "note" for m in turn_messages):
-            self.store.append_message(
-                conversation.id,
-                number,
-                "note",
-                [{"type": "text", "text": outcome.note}],
-            )
-        reply = self._final_reply(
-            entry, conversation, number, "response", outcome.text, waiting_for_reply=bool(questions)
+            note = [{"type": "text", "text": outcome.note}]
+            turn_messages.append(self.store.append_message(conversation.id, number, "note", note))
+        # Timed by the turn's last stored message: the same file name on every attempt.
+        reply = self.outbox.hand_over_final(
+            **self._final_fields(entry, conversation, number, "response", outcome.text),
+            at=turn_messages[-1].created_at,
+            fresh=fresh,
+            waiting_for_reply=bool(questions),
         )
         self.inbox.remove_claimed(entry)
         turn = self.store.turn(conversation.id, number)
         # One commit ends the turn: its reply delivered, the message done, its claim released.
         with self.store.transaction() as db:
-            self.outbox.mark(reply.id, "delivered", db=db)
+            self.outbox.record_delivered(reply, db=db)
             self.store.complete_turn(db, conversation.id, number, note=outcome.note)
             self.ledger.set_status(entry.id, "done", claimed_path=None, db=db)
             if questions:
@@ -344,9 +343,9 @@ class Processor:
         The reply is written first under a fixed id, so a crash in between writes it once.
         """
         error, attempts = failure
-        reply = self._final_reply(
-            entry, conversation, number, "error", friendly_error(error, entry.id)
-        )
+        text = friendly_error(error, entry.id)
+        fields = self._final_fields(entry, conversation, number, "error", text)
+        reply = self.outbox.hand_over(**fields)
         with self.store.transaction() as db:
             self.outbox.mark(reply.id, "delivered", db=db)
             self.store.update_turn(conversation.id, number, status="failed", error=str(error))
@@ -377,24 +376,15 @@ class Processor:
             **data,
         )
 
-    def _final_reply(
-        self,
-        entry: LedgerEntry,
-        conversation: Conversation,
-        number: int,
-        kind: str,
-        text: str,
-        *,
-        waiting_for_reply: bool = False,
-    ) -> OutboxItem:
-        """The one final outbox file of this attempt's generation (written at most once),
-        handed to the ``deliver`` hook; the caller's next commit records its delivery."""
-        return self.outbox.hand_over(
-            item_id=final_reply_id(entry.id, entry.generation),
-            in_reply_to=entry.id,
+    def _final_fields(
+        self, entry: LedgerEntry, conversation: Conversation, number: int, kind: str, text: str
+    ) -> dict[str, Any]:
+        """The one final outbox item of this attempt's generation (written at most once)."""
+        return {
+            "item_id": final_reply_id(entry.id, entry.generation),
+            "in_reply_to": entry.id,
             **about(conversation),
-            turn=number,
-            kind=kind,
-            text=text,
-            waiting_for_reply=waiting_for_reply,
-        )
+            "turn": number,
+            "kind": kind,
+            "text": text,
+        }

@@ -178,14 +178,20 @@ def test_kill_between_the_final_reply_and_releasing_the_claim(tools_home, fake, 
     drop(home, "hi", "m1")
     wait_for(lambda: (home / "delivering-m1").exists(), 10, "the final reply")
     assert list((home / ".smarthole" / "claimed").iterdir())
+    written = sorted(path.name for path in (home / "outbox").iterdir())
     first.kill()
     (home / "block-delivery").unlink()
     second = daemons(home, env)
     wait_for(lambda: not list((home / ".smarthole" / "claimed").iterdir()), 15)
     second.terminate()
     assert [f.text for f in read_outbox(home)] == ["The one and only reply."]
+    assert sorted(path.name for path in (home / "outbox").iterdir()) == written
     assert len(fake.requests) == 1
     assert_one_final_each(home, "m1")
+    recorded = db(home).execute("SELECT state FROM outbox").fetchall()
+    assert [row["state"] for row in recorded] == ["delivered"]
+    events = "SELECT COUNT(*) FROM events WHERE type = 'reply_written'"
+    assert db(home).execute(events).fetchone()[0] == 1
 
 
 # -- signals and the lock ---------------------------------------------------------------------

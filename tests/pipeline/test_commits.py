@@ -19,22 +19,22 @@ def counted_runs(home, env, statements, counts, ids="m") -> list[int]:
     return per_run
 
 
-def test_a_one_turn_message_commits_five_times(home, fake, env, statements):
+def test_a_one_turn_message_commits_three_times(home, fake, env, statements):
     """Stored the moment it exists, in as few commits as that allows: the turn begins with
-    the user's message (1), the reply and its usage (2), the outbox item is planned (3) and
-    written (4), and the turn completes with the reply's delivery and the claim released (5)."""
+    the user's message (1), the reply and its usage (2), and the turn completes with its
+    outbox item, written and delivered, and the claim released (3)."""
     fake.default = text("Hello.")
     drop(home, "warm up", "m0")
     run_once(home, env)
     per_run = counted_runs(home, env, statements, lambda s: s == "COMMIT")
     assert len(finals(home)) == 5
-    assert (per_run[1] - per_run[0]) / 2 == 5
+    assert (per_run[1] - per_run[0]) / 2 == 3
 
 
 def test_a_new_turn_does_not_read_back_what_it_has_just_written(home, fake, env, statements):
     """A new turn knows that it has no earlier attempt, its own user message, that no
-    question was pending (so there is none to clear) and the outbox item it planned: it
-    neither reads them back nor deletes what is not there."""
+    question was pending (so there is none to clear) and that no earlier attempt planned its
+    reply: it neither reads them back nor deletes what is not there."""
     fake.default = text("Hello.")
     drop(home, "warm up", "m0")
     run_once(home, env)
@@ -43,7 +43,7 @@ def test_a_new_turn_does_not_read_back_what_it_has_just_written(home, fake, env,
         return statement.startswith(
             (
                 "SELECT * FROM message_rows",  # the turn's stored messages
-                "SELECT * FROM outbox WHERE id",  # the item just planned
+                "SELECT * FROM outbox WHERE id",  # a reply planned by an earlier attempt
                 "DELETE FROM plugin_data",  # a pending question
             )
         )
