@@ -98,6 +98,7 @@ class Plugins:
         self.pm = pluggy.PluginManager("smarthole")
         self.pm.add_hookspecs(hookspecs)
         self.info: dict[str, PluginInfo] = {}
+        self.trace = trace
         if trace:
             self.pm.add_hookcall_monitoring(*_tracer())
 
@@ -146,7 +147,10 @@ class Plugins:
         """Call an isolated hook; returns the non-None results in call order."""
         if hook_name in hookspecs.STRICT_HOOKS:
             raise ValueError(f"{hook_name} is a strict hook: call it with call_strict")
-        return list(getattr(self.pm.hook, hook_name)(**kwargs))
+        caller = getattr(self.pm.hook, hook_name)
+        if not self.trace and not caller.get_hookimpls():
+            return []  # most hooks of a message have no implementation: skip pluggy's call
+        return list(caller(**kwargs))
 
     def call_strict(self, hook_name: str, **kwargs: Any) -> list[Any]:
         """Call a startup-time hook; a failure is a ``PluginError`` naming the plugin."""

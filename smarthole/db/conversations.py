@@ -172,12 +172,10 @@ class ConversationTables(Database):
     def start_turn(self, db: sqlite3.Connection, conversation_id: str, message_id: str) -> int:
         """Number and insert the next turn; call inside a transaction."""
         moment = self.clock()
-        db.execute(
-            "UPDATE conversations SET turns = turns + 1, updated_at = ? WHERE id = ?",
-            (iso(moment), conversation_id),
-        )
         (key, number) = db.execute(
-            "SELECT key, turns FROM conversations WHERE id = ?", (conversation_id,)
+            "UPDATE conversations SET turns = turns + 1, updated_at = ? WHERE id = ? "
+            "RETURNING key, turns",
+            (iso(moment), conversation_id),
         ).fetchone()
         db.execute(
             "INSERT INTO turn_rows (conversation, number, message_id, status, started_at) "

@@ -12,7 +12,7 @@ import logging
 import random
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -164,7 +164,8 @@ class Processor:
             self.events.emit(
                 "message_stored", **where, role="user", kind="user", stored_id=stored.id
             )
-        updated = self.store.conversation(conversation.id)  # its turn count and time, now
+        # As the transaction left it: its turn counted, its time the user message's.
+        updated = replace(conversation, turns=number, updated_at=stored.created_at)
         self.app.plugins.notify("message_stored", conversation=updated, message=stored)
         return conversation, number, [stored]
 
@@ -251,7 +252,9 @@ class Processor:
             waiting_for_reply=bool(questions),
         )
         self.inbox.remove_claimed(entry)
-        turn = self.store.turn(conversation.id, number)
+        # An earlier attempt may have asked to end the conversation; a new turn knows.
+        turn = None if fresh else self.store.turn(conversation.id, number)
+        end_requested = run.end_requested or (turn.end_requested if turn else None)
         # One commit ends the turn: its reply delivered, the message done, its claim released.
         with self.store.transaction() as db:
             self.outbox.record_delivered(reply, db=db)
@@ -279,7 +282,7 @@ class Processor:
                 waiting_for_reply=bool(questions),
                 note=outcome.note,
             )
-            if turn is not None and turn.end_requested is not None:
+            if end_requested is not None:
                 self.conversations.end(conversation, "end_conversation")
         if self.titler is not None:
             self.titler.title_due(conversation.id)

@@ -59,6 +59,8 @@ class TurnRun:
     stored_so_far: list[StoredMessage] | None = field(default=None, repr=False)
     budget_chars: int = field(init=False)
     trimmed: bool = field(default=False, init=False)
+    # Why the agent asked to end the conversation after this turn, if it did in this attempt.
+    end_requested: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -207,9 +209,8 @@ class TurnRun:
         return item
 
     def end_conversation(self, reason: str | None) -> None:
-        self.store.update_turn(
-            self.conversation.id, self.number, end_requested=reason or "requested by the agent"
-        )
+        self.end_requested = reason or "requested by the agent"
+        self.store.update_turn(self.conversation.id, self.number, end_requested=self.end_requested)
 
     # -- helpers ----------------------------------------------------------------------------
 
