@@ -144,8 +144,9 @@ class Processor:
             return conversation, turn.number, None
         message = entry.message
         # One transaction: a crash never leaves a conversation started (or ended) for a
-        # message whose turn does not exist.
-        with self.store.transaction() as db:
+        # message whose turn does not exist. Not waiting for the disk: after a power cut that
+        # undoes it, the message (synced in the ledger when claimed) starts its turn again.
+        with self.store.transaction(durable=False) as db:
             conversation = self._conversation_for(entry)
             number = self.store.start_turn(db, conversation.id, entry.id)
             stored = self.store.append_message(
@@ -256,7 +257,9 @@ class Processor:
         turn = None if fresh else self.store.turn(conversation.id, number)
         end_requested = run.end_requested or (turn.end_requested if turn else None)
         # One commit ends the turn: its reply delivered, the message done, its claim released.
-        with self.store.transaction() as db:
+        # Not waiting for the disk: after a power cut that undoes it, the turn resumes from
+        # its synced reply, finds the reply's file in place and completes again.
+        with self.store.transaction(durable=False) as db:
             self.outbox.record_delivered(reply, db=db)
             self.store.complete_turn(db, conversation.id, number, note=outcome.note)
             self.ledger.set_status(entry.id, "done", claimed_path=None, db=db)

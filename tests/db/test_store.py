@@ -273,3 +273,34 @@ def test_pending_questions_expire_strictly_after_the_timeout(store):
 def test_the_connection_keeps_a_small_page_cache(store):
     (size,) = store.query_one("PRAGMA cache_size")
     assert size == -PAGE_CACHE_KIB, "negative: in KiB, not pages"
+
+
+def test_a_commit_waits_for_the_disk_unless_it_is_one_a_power_cut_may_undo(tmp_path):
+    """``durable=False`` commits with ``synchronous = NORMAL`` (no fsync), then the
+    connection is back to FULL, also when the transaction failed."""
+    seen: list[str] = []
+    store = Store.open(tmp_path / "smarthole.db", clock=lambda: NOW)
+    store._db.set_trace_callback(seen.append)
+    with store.transaction(durable=False) as db:
+        db.execute("INSERT INTO meta (key, value) VALUES ('a', '1')")
+    assert seen == [
+        "PRAGMA synchronous = NORMAL",
+        "BEGIN IMMEDIATE",
+        "INSERT INTO meta (key, value) VALUES ('a', '1')",
+        "COMMIT",
+        "PRAGMA synchronous = FULL",
+    ]
+    with pytest.raises(RuntimeError), store.transaction(durable=False) as db:
+        db.execute("INSERT INTO meta (key, value) VALUES ('b', '2')")
+        raise RuntimeError("undone")
+    seen.clear()
+    with store.transaction() as db:
+        db.execute("INSERT INTO meta (key, value) VALUES ('c', '3')")
+    assert seen == ["BEGIN IMMEDIATE", "INSERT INTO meta (key, value) VALUES ('c', '3')", "COMMIT"]
+    assert store.query_one("PRAGMA synchronous")[0] == 2  # FULL
+    store.close()
+    again = sqlite3.connect(tmp_path / "smarthole.db")
+    assert again.execute("SELECT key FROM meta WHERE key IN ('a', 'b', 'c')").fetchall() == [
+        ("a",),
+        ("c",),
+    ]

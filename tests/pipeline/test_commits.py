@@ -31,6 +31,33 @@ def test_a_one_turn_message_commits_three_times(home, fake, env, statements):
     assert (per_run[1] - per_run[0]) / 2 == 3
 
 
+def test_only_the_reply_waits_for_the_disk(home, fake, env, statements):
+    """Of a one-turn message's commits, only the reply's waits for the disk (an fsync). The
+    message was synced in the ledger when it was claimed, and the reply's file is synced
+    before the turn completes; a power cut that undoes the turn's start or its end leaves
+    the daemon to redo it from those."""
+    fake.default = text("Hello.")
+    drop(home, "warm up", "m0")
+    run_once(home, env)
+
+    def durable_commits(seen: list[str]) -> int:
+        durable, count = True, 0
+        for statement in seen:
+            if statement.startswith("PRAGMA synchronous"):
+                durable = statement.endswith("FULL")
+            count += statement == "COMMIT" and durable
+        return count
+
+    per_run = []
+    for count in (1, 3):
+        statements.clear()
+        for n in range(count):
+            drop(home, f"hello {n}", f"d{count}-{n}")
+        run_once(home, env)
+        per_run.append(durable_commits(statements))
+    assert (per_run[1] - per_run[0]) / 2 == 1
+
+
 def test_a_new_turn_does_not_read_back_what_it_has_just_written(home, fake, env, statements):
     """A new turn knows that it has no earlier attempt, its own user message, that no
     question was pending (so there is none to clear) and that no earlier attempt planned its
