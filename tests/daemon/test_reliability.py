@@ -405,6 +405,23 @@ def test_a_claimed_file_without_a_ledger_row_is_recovered(home, fake, env):
     assert not claimed.exists()
 
 
+def test_a_claimed_file_a_power_cut_brings_back_is_skipped_as_a_duplicate(home, fake, env):
+    """The claimed file's removal is not synced: a power cut may bring it back after its
+    message was answered. The next start takes it as the duplicate it is: no second reply."""
+    fake.add(text("The only answer."))
+    dropped = drop(home, "hello", "m1")
+    original = dropped.read_bytes()
+    run_once(home, env)
+    back = home / ".smarthole" / "claimed" / f"18ea0000--{dropped.name}"
+    back.write_bytes(original)
+    run_once(home, env)
+    assert [f.text for f in finals(home)] == ["The only answer."]
+    assert len(fake.requests) == 1
+    assert not back.exists()
+    skipped = "SELECT COUNT(*) FROM events WHERE type = 'duplicate_skipped'"
+    assert db(home).execute(skipped).fetchone()[0] == 1
+
+
 def test_channels_run_concurrently_and_in_order_within(home, fake, env, live_daemon):
     release = threading.Event()
     fake.add(hold(release, text("slow done")), when=lambda r: "slow" in r.last_user_text)
