@@ -86,8 +86,9 @@ class Database:
         A commit waits until the disk has it (``synchronous = FULL``). With ``durable=False``
         it does not (``NORMAL``, about a tenth of the CPU): a crash or ``kill -9`` still keeps
         it, but a power cut may undo it, with the commits after it up to the next durable one
-        (WAL keeps their order). Only for steps the daemon redoes from what was synced before
-        them, such as starting or completing a turn.
+        (WAL keeps their order). Only for a step the daemon redoes from what was synced before
+        it, and whose effects nothing outside sees before the next durable commit: starting
+        a turn.
         """
         with self._lock:
             if self._db.in_transaction:

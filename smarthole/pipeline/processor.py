@@ -144,8 +144,9 @@ class Processor:
             return conversation, turn.number, None
         message = entry.message
         # One transaction: a crash never leaves a conversation started (or ended) for a
-        # message whose turn does not exist. Not waiting for the disk: after a power cut that
-        # undoes it, the message (synced in the ledger when claimed) starts its turn again.
+        # message whose turn does not exist. Not waiting for the disk: the message was synced
+        # in the ledger when claimed, and the turn's next commit (its reply, or an error)
+        # syncs this one too. A power cut before that undoes it, and the turn starts again.
         with self.store.transaction(durable=False) as db:
             conversation = self._conversation_for(entry)
             number = self.store.start_turn(db, conversation.id, entry.id)
@@ -257,9 +258,9 @@ class Processor:
         turn = None if fresh else self.store.turn(conversation.id, number)
         end_requested = run.end_requested or (turn.end_requested if turn else None)
         # One commit ends the turn: its reply delivered, the message done, its claim released.
-        # Not waiting for the disk: after a power cut that undoes it, the turn resumes from
-        # its synced reply, finds the reply's file in place and completes again.
-        with self.store.transaction(durable=False) as db:
+        # It waits for the disk: undone by a power cut, it would be redone (and the reply
+        # delivered again) however long after, since nothing may sync the log meanwhile.
+        with self.store.transaction() as db:
             self.outbox.record_delivered(reply, db=db)
             self.store.complete_turn(db, conversation.id, number, note=outcome.note)
             self.ledger.set_status(entry.id, "done", claimed_path=None, db=db)
