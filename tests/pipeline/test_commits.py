@@ -6,17 +6,23 @@ from smarthole.testing import text
 from tests.helpers import db, drop, finals, run_once, write_config
 
 
-def counted_runs(home, env, statements, counts, ids="m") -> list[int]:
-    """Run the daemon once on one message, then once on three: the statements each run made
-    that ``counts`` accepts. Message ids begin with ``ids``."""
+def run_statements(home, env, statements, ids="m") -> list[list[str]]:
+    """Run the daemon once on one message, then once on three: the statements of each run.
+    Message ids begin with ``ids``."""
     per_run = []
     for count in (1, 3):
         statements.clear()
         for n in range(count):
             drop(home, f"hello {n}", f"{ids}{count}-{n}")
         run_once(home, env)
-        per_run.append(sum(1 for statement in statements if counts(statement)))
+        per_run.append(list(statements))
     return per_run
+
+
+def counted_runs(home, env, statements, counts, ids="m") -> list[int]:
+    """The statements each of ``run_statements``' two runs made that ``counts`` accepts."""
+    runs = run_statements(home, env, statements, ids)
+    return [sum(1 for statement in seen if counts(statement)) for seen in runs]
 
 
 def transactions(seen: list[str]) -> list[tuple[bool, list[str]]]:
@@ -41,20 +47,14 @@ def turn_commits(home, env, statements) -> tuple[float, float]:
     """A message's turn's commits that waited for the disk, and those that did not: the
     commits of a run on three messages less those of a run on one, halved. Claims are left
     out: a batch claims many files in one commit, and a loaded machine may split a batch."""
-    per_run = []
-    for count in (1, 3):
-        statements.clear()
-        for n in range(count):
-            drop(home, f"hello {n}", f"m{count}-{n}")
-        run_once(home, env)
-        claims = "INSERT INTO inbox"
-        kept = [
+    one, three = (
+        [
             durable
-            for durable, done in transactions(statements)
-            if not any(statement.startswith(claims) for statement in done)
+            for durable, done in transactions(seen)
+            if not any(statement.startswith("INSERT INTO inbox") for statement in done)
         ]
-        per_run.append(kept)
-    one, three = per_run
+        for seen in run_statements(home, env, statements)
+    )
     return (three.count(True) - one.count(True)) / 2, (three.count(False) - one.count(False)) / 2
 
 
