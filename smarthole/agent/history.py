@@ -280,6 +280,12 @@ class HistoryCache:
             current = kept.turns.get(current_turn, _Turn())
             return Window(_joined(prefix, turns), chosen.chars - current.size, current.size)
 
+    def clear(self) -> int:
+        """Forget every conversation (each is read again when next asked for); how many."""
+        with self._lock:
+            count, self._kept = len(self._kept), OrderedDict()
+        return count
+
     def _load(self, conversation_id: str, current_turn: int, budget_chars: int) -> _Kept:
         rows, older = self._rows.history_tail(
             conversation_id, current_turn=current_turn, budget_chars=budget_chars

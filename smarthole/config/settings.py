@@ -107,6 +107,12 @@ class DaemonSettings:
     log_level: str = setting(
         "info", "Log level of `smarthole run`: debug, info, warning or error (--log-level wins)."
     )
+    idle_release_seconds: float = setting(
+        60.0,
+        "After this long with no message waiting or running, let go of the history kept for "
+        "fast model calls and of SQLite's page cache (both are read again when needed).",
+        minimum=0,
+    )
 
     def __post_init__(self) -> None:
         if self.log_level not in LOG_LEVELS:

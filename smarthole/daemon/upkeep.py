@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..db.events import about_turn
@@ -55,9 +55,10 @@ def recover(runtime: Runtime, clock: Clock) -> None:
         )
 
 
-def housekeeping(runtime: Runtime, clock: Clock) -> None:
-    """Expire old questions, end idle conversations, write due titles and summaries, and give
-    the memory malloc holds free back to the system."""
+def housekeeping(runtime: Runtime, clock: Clock, quiet: Quiet | None = None) -> None:
+    """Expire old questions, end idle conversations, write due titles and summaries, let go
+    of what is kept for a busy time once ``quiet`` says so, and give the memory malloc holds
+    free back to the system."""
     store = runtime.app.store
     config = runtime.app.config.conversation  # read each pass: a reload applies at once
     PendingQuestions(store).expire(clock(), config.pending_state_timeout_minutes)
@@ -70,15 +71,55 @@ def housekeeping(runtime: Runtime, clock: Clock) -> None:
         if clock() - conversation.updated_at > idle:
             runtime.processor.conversations.end(conversation, "idle_timeout")
     runtime.titler.sweep()
+    after = timedelta(seconds=runtime.app.config.daemon.idle_release_seconds)
+    if quiet is not None and quiet.due(busy=bool(busy), now=clock(), after=after):
+        let_go(runtime, after)
     release_free_memory()
+
+
+class Quiet:
+    """Since when the daemon has had no message waiting or running, and whether it has let go
+    of what it keeps for a busy time since then."""
+
+    def __init__(self) -> None:
+        self.since: datetime | None = None
+        self.released = False
+
+    def due(self, *, busy: bool, now: datetime, after: timedelta) -> bool:
+        """Whether to let go now: once per quiet spell, when it has lasted ``after``."""
+        if busy:
+            self.since, self.released = None, False
+            return False
+        if self.since is None:
+            self.since = now
+        if self.released or now - self.since < after:
+            return False
+        self.released = True
+        return True
+
+
+def let_go(runtime: Runtime, quiet_for: timedelta) -> None:
+    """Drop what makes a busy time fast, not what makes it correct: the conversations' kept
+    history (a long one holds its whole budget's text) and SQLite's page cache. After a
+    backlog of thousands of messages that is a few MiB; the next message reads its history
+    again, one query bounded by the budget, not by the conversation's length."""
+    conversations = runtime.processor.history.clear()
+    runtime.app.store.release_memory()
+    if conversations:
+        logger.info(
+            "quiet for %.0fs: let go of the kept history of %d conversation(s)",
+            quiet_for.total_seconds(),
+            conversations,
+        )
 
 
 def housekeeper(runtime: Runtime, clock: Clock, stop: threading.Event) -> None:
     """The housekeeping thread's body: a pass every rescan interval until ``stop``."""
     interval = max(runtime.app.config.inbox.rescan_seconds, 1.0)
+    quiet = Quiet()
     while not stop.wait(timeout=interval):
         try:
-            housekeeping(runtime, clock)
+            housekeeping(runtime, clock, quiet)
         except Exception:
             logger.exception("housekeeping failed; trying again in %.0fs", interval)
 

@@ -73,6 +73,11 @@ class Database:
                     sidecar.replace(aside.with_name(aside.name + suffix))
             return cls(connect(path, check=True), path, clock)
 
+    def release_memory(self) -> None:
+        """Hand back the memory of SQLite's page cache; the pages are read again when needed."""
+        with self._lock:
+            self._db.execute("PRAGMA shrink_memory")
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -51,6 +51,15 @@ def say(store, conversation, turn, words, kind="user"):
     store.append_message(conversation.id, turn, kind, [{"type": "text", "text": words}])
 
 
+def talked(store, turns):
+    """A conversation of ``turns`` questions, each answered."""
+    conversation = store.create_conversation("default")
+    for turn in range(1, turns + 1):
+        say(store, conversation, turn, f"question {turn}")
+        say(store, conversation, turn, f"answer {turn}", kind="assistant")
+    return conversation
+
+
 def texts(messages):
     return [
         [b["text"] for b in m["content"] if not b["text"].startswith("<context>")] for m in messages
@@ -69,10 +78,7 @@ def test_each_user_message_starts_with_its_turn_and_time(store):
 
 
 def test_a_turn_reads_only_what_is_new(store):
-    conversation = store.create_conversation("default")
-    for turn in range(1, 21):
-        say(store, conversation, turn, f"question {turn}")
-        say(store, conversation, turn, f"answer {turn}", kind="assistant")
+    conversation = talked(store, 20)
     counting = CountingStore(store)
     cache = HistoryCache(counting, turn_context)
     say(store, conversation, 21, "question 21")
@@ -123,6 +129,21 @@ def test_only_the_most_recently_used_conversations_are_kept(store):
     say(store, other, 1, "Hi")
     assert texts(cache.window(other.id, current_turn=1, budget_chars=100).messages) == [["Hi"]]
     assert len(cache._kept) == 1, "the least recently used conversation was let go"
+
+
+def test_a_cleared_cache_reads_each_conversation_again_and_sends_the_same(store):
+    conversation = talked(store, 3)
+    counting = CountingStore(store)
+    cache = HistoryCache(counting, turn_context)
+    before = cache.window(conversation.id, current_turn=3, budget_chars=10_000)
+    cache.window(conversation.id, current_turn=3, budget_chars=10_000)
+    assert counting.loads == 1
+    assert cache.clear() == 1
+    assert cache.clear() == 0
+    after = cache.window(conversation.id, current_turn=3, budget_chars=10_000)
+    assert counting.loads == 2, "read again after the clear"
+    assert after.messages == before.messages
+    assert after.history.json(encode_json) == before.history.json(encode_json)
 
 
 def test_the_breakpoint_marks_a_copy_of_the_last_block():
