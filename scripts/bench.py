@@ -22,8 +22,9 @@ Rows, each beside its baseline (see benchlib/ for the details of each):
 4. daemon CPU per single-turn message (utime+stime from /proc, idle rate subtracted);
    baseline: the same request bodies replayed by a bare anthropic streaming loop.
 5. RSS (VmRSS) idle after ready and after 1,000 messages, and of the backlog daemon of row 2
-   once it has answered its 10,000 (quick: 1,000); baseline a process that only imports
-   anthropic.
+   as it answers the last of its 10,000 (quick: 1,000) and, in a full run, at rest: once,
+   quiet for a minute, it has let go of what it keeps for a busy time (the goal's row).
+   Baseline a process that only imports anthropic.
 6. DB size of the 10,000 x 200-char conversation (WAL checkpointed) vs a raw table.
 7. prompt cache, from the fake's request log of a 20-turn conversation with tool loops:
    reuse between consecutive calls of a tool loop and between turns (benchlib/cache.py
@@ -71,12 +72,13 @@ class Sizes:
     reload_repeats: int
     cpu_messages: int
     rss_marks: tuple[int, ...]
+    rest_timeout: float  # for the backlog daemon to let go once quiet; 0: not waited for
     channels: int = 10
     turns: int = 20
 
 
-FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,))
-QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,))
+FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
+QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,), 0.0)
 
 
 def measure(
@@ -88,7 +90,13 @@ def measure(
     runs: dict[str, Callable[[], list[Row]]] = {
         "pickup": lambda: pickup_rows(root, sizes.arrivals, seed=13),
         "backlog": lambda: backlog_rows(
-            root, fake.url, sizes.backlog, sizes.channels, sizes.drain_timeout, sizes.ready_runs
+            root,
+            fake.url,
+            sizes.backlog,
+            sizes.channels,
+            sizes.drain_timeout,
+            sizes.ready_runs,
+            sizes.rest_timeout,
         ),
         "history": lambda: storage_rows(
             root,
@@ -109,7 +117,12 @@ def measure(
     rows = runs[part]()
     if part == "backlog":
         detail = rows[0].detail
-        shared["backlog"] = (detail["files"], detail["replies_at_rss"], detail["rss_after_mib"])
+        shared["backlog"] = (
+            detail["files"],
+            detail["replies_at_rss"],
+            detail["rss_after_mib"],
+            detail["rss_at_rest_mib"],
+        )
     return rows
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -185,10 +186,24 @@ def channel_order(database: Path) -> dict[str, int]:
     return {"turns": len(rows), "pairs_checked": checked, "violations": violations}
 
 
+LET_GO = "let go of the kept history"  # smarthole/daemon/upkeep.py, once it has been quiet
+
+
 def backlog_rows(
-    root: Path, url: str, count: int, channels: int, drain_timeout: float, ready_runs: int
+    root: Path,
+    url: str,
+    count: int,
+    channels: int,
+    drain_timeout: float,
+    ready_runs: int,
+    rest_timeout: float = 0.0,
 ) -> list[Row]:
-    """Row 2: spawn -> first outbox file with ``count`` waiting; baseline spawn -> ready."""
+    """Row 2: spawn -> first outbox file with ``count`` waiting; baseline spawn -> ready.
+
+    Its RSS is read twice: as the last reply appears, and (given a ``rest_timeout``) once the
+    quiet daemon has let go of what it keeps for a busy time (``[daemon]
+    idle_release_seconds``, 60 s by default), as the log says.
+    """
     home = make_home(root / "backlog")
     write_backlog(home.inbox, home.root / ".staging", count, channels)
     found: dict[str, float] = {}
@@ -213,7 +228,13 @@ def backlog_rows(
             drained = None
         finally:
             answered.close()
-        rss_after = rss_mib(process.pid)  # the RSS row "after 10,000 messages" (see costs.py)
+        rss_after = rss_mib(process.pid)  # the RSS rows "after 10,000 messages" (see costs.py)
+        rss_rest = None
+        if drained and rest_timeout:
+            log = home.root / "daemon.log"
+            with contextlib.suppress(Timeout):
+                poll_until(lambda: LET_GO in log.read_text(), rest_timeout, interval=0.5)
+                rss_rest = rss_mib(process.pid)
     order = channel_order(home.database)
     ready = []
     for run in range(ready_runs):
@@ -229,6 +250,7 @@ def backlog_rows(
         "drain_timeout_s": drain_timeout,
         "replies_at_rss": len(answered.names),
         "rss_after_mib": rss_after,
+        "rss_at_rest_mib": rss_rest,
         "order": order,
         "ready_empty_runs_s": ready,
     }
