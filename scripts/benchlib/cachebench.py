@@ -184,6 +184,11 @@ def cache_rows(root: Path, fake: FakeMessagesAPI, turns: int) -> list[Row]:
             min_value=0.95,
         ),
         Row(
+            "cache: same, identical leading bytes (the most any breakpoint could reuse)",
+            share(loop_common) if loop_common else None,
+            "%",
+        ),
+        Row(
             f"cache: turn t+1 vs turn t, {turns} turns, reused (mean)",
             share(across_share) if across_share else None,
             "%",
