@@ -192,6 +192,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: COMPACT_MESSAGES,
 }
 
+# Every message moves its conversation's ``updated_at``, so no index holds that column: each
+# one would be one more page written with every message. A channel has one open conversation
+# at a time, and listing every conversation by it sorts a small table. Dropping the indexes
+# that did needs no new schema version: an older smarthole only creates them again.
 SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -211,9 +215,9 @@ CREATE TABLE IF NOT EXISTS conversations (
     key INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS conversations_by_key ON conversations (key);
-CREATE INDEX IF NOT EXISTS conversations_by_channel
-    ON conversations (channel, ended_at, updated_at);
-CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
+DROP INDEX IF EXISTS conversations_by_channel;
+DROP INDEX IF EXISTS conversations_by_update;
+CREATE INDEX IF NOT EXISTS conversations_of_channel ON conversations (channel, ended_at);
 CREATE INDEX IF NOT EXISTS conversations_by_end ON conversations (ended_at);
 CREATE INDEX IF NOT EXISTS conversations_needing_title ON conversations (title_state)
     WHERE title_state = 'pending';

@@ -275,6 +275,36 @@ def test_the_connection_keeps_a_small_page_cache(store):
     assert size == -PAGE_CACHE_KIB, "negative: in KiB, not pages"
 
 
+def indexed_columns(db, table):
+    return {
+        column
+        for (index,) in db.execute(f"SELECT name FROM pragma_index_list('{table}')")
+        for (column,) in db.execute(f"SELECT name FROM pragma_index_info('{index}')")
+    }
+
+
+def test_no_index_holds_what_every_message_changes(tmp_path):
+    """Every message moves its conversation's ``updated_at``; an index of it would be one
+    more page written per message. The ones an earlier version made go at the next open."""
+    path = tmp_path / "smarthole.db"
+    Store.open(path, clock=lambda: NOW).close()
+    db = sqlite3.connect(path)
+    db.execute("DROP INDEX conversations_of_channel")
+    db.execute("CREATE INDEX conversations_by_update ON conversations (updated_at)")
+    db.execute(
+        "CREATE INDEX conversations_by_channel ON conversations (channel, ended_at, updated_at)"
+    )
+    db.commit()
+    assert "updated_at" in indexed_columns(db, "conversations")
+    db.close()
+    store = Store.open(path, clock=lambda: NOW)
+    try:
+        assert "updated_at" not in indexed_columns(store._db, "conversations")
+        assert {"channel", "ended_at"} <= indexed_columns(store._db, "conversations")
+    finally:
+        store.close()
+
+
 def test_a_commit_waits_for_the_disk_unless_it_is_one_a_power_cut_may_undo(tmp_path):
     """``durable=False`` commits with ``synchronous = NORMAL`` (no fsync), then the
     connection is back to FULL, also when the transaction failed."""
