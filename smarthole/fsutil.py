@@ -19,6 +19,7 @@ from .errors import MessageError
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
+READ_CHUNK = 64 * 1024  # below malloc's mmap threshold: a heap block, not a mapping
 NAME_MAX = 255  # bytes in one path component on every filesystem smarthole supports
 
 
@@ -154,9 +155,13 @@ def read_regular_file(path: Path, limit: int) -> RegularFile:
             raise MessageError(_too_large(info.st_size, limit))
         chunks = []
         remaining = limit + 1  # one byte more tells a file that grew after the fstat
-        while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 20))):
+        # os.read allocates what it is asked for: a message of a few hundred bytes read with a
+        # 1 MiB buffer cost an mmap, an mremap and an munmap, twice counting the read of EOF.
+        want = info.st_size + 1
+        while remaining > 0 and (chunk := os.read(fd, min(remaining, want))):
             chunks.append(chunk)
             remaining -= len(chunk)
+            want = READ_CHUNK  # what it grew by since the fstat, if anything
         data = b"".join(chunks)
         if len(data) > limit:
             raise MessageError(_too_large(len(data), limit))
