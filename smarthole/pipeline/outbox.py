@@ -62,9 +62,7 @@ class Outbox(OutboxRecord):
             return found[0]
         final = self.item(item_id, at, **item)
         if not final.path.exists():
-            self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write(final.path, final.render())
-            logger.info("wrote %s reply %s to %s", final.kind, final.id, final.path.name)
+            self._write_file(final)
         self.plugins.notify("deliver", outbox_item=final)
         return final
 
@@ -77,8 +75,8 @@ class Outbox(OutboxRecord):
 
     def hand_over(self, *, item_id: str, **item: Unpack[ItemFields]) -> OutboxItem:
         """Plan, write and deliver one item like :meth:`send`, but leave recording its delivery
-        to the caller's next commit (``mark(id, "delivered", db=...)``): the final reply's
-        delivery commits with its turn. A crash before that delivers it again."""
+        to the caller's next commit (``mark(id, "delivered", db=...)``): an error reply's
+        delivery commits with its failed turn. A crash before that delivers it again."""
         assert item["kind"] in KINDS, item["kind"]
         planned, state = self.plan(item_id, **item)
         self._hand_over(planned, state)
@@ -99,11 +97,14 @@ class Outbox(OutboxRecord):
         return True
 
     def _write(self, item: OutboxItem) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(item.path, item.render())
+        self._write_file(item)
         with self.store.transaction() as db:
             self.mark(item.id, "written", db=db)
             self._written_event(item, db)
+
+    def _write_file(self, item: OutboxItem) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(item.path, item.render())
         logger.info("wrote %s reply %s to %s", item.kind, item.id, item.path.name)
 
     def _written_event(self, item: OutboxItem, db: sqlite3.Connection) -> None:
