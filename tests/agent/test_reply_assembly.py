@@ -12,7 +12,7 @@ from anthropic.types import RawMessageStreamEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smarthole.agent.client import _Reply
+from smarthole.agent.replies import StreamedReply
 from smarthole.errors import ModelError
 
 words = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
@@ -83,8 +83,8 @@ def sdk_assembly(events: list[dict[str, Any]]) -> Any:
     return snapshot
 
 
-def ours(events: list[dict[str, Any]]) -> _Reply:
-    reply = _Reply()
+def ours(events: list[dict[str, Any]]) -> StreamedReply:
+    reply = StreamedReply()
     for event in events:
         reply.add(json.loads(json.dumps(event)))  # each event is fresh JSON, as on the wire
     return reply
@@ -130,4 +130,4 @@ def test_a_delta_for_a_block_never_started_is_not_valid_data():
     stray = {"type": "content_block_delta", "index": 3, "delta": delta}
     events = [*stream([])[:1], stray]
     with pytest.raises(ValueError, match="unexpected event"):
-        _Reply.read(Events(events))
+        StreamedReply.read(Events(events))
