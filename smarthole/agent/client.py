@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+KEPT_TOOL_LISTS = 16  # encoded tool lists a client keeps: the entry agent's and a team's
 IN_DOUBT = (
     "Error: the daemon stopped while this tool was running, so its outcome is unknown. It was "
     "not run again because it is not idempotent. Check its effect before trying again."
@@ -59,6 +60,10 @@ class ModelClient:
             max_retries=settings.sdk_max_retries,
             timeout=settings.timeout_seconds,
         )
+        # The JSON text of the tool lists sent lately, by identity (each kept alive with its
+        # text): a tool set's definitions are one list, built once and never changed, and
+        # encoding them was the largest part of encoding a request after its history.
+        self._encoded_tools: dict[int, tuple[list[dict[str, Any]], str]] = {}
 
     @classmethod
     def from_environment(
@@ -94,11 +99,9 @@ class ModelClient:
             "max_tokens": max_tokens or self.settings.max_tokens,
             "system": system,
         }
-        if tools:
-            params["tools"] = tools
         started = time.monotonic()
         try:
-            reply = StreamedReply.read(self._stream(messages, params))
+            reply = StreamedReply.read(self._stream(messages, params, tools or None))
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
@@ -128,9 +131,11 @@ class ModelClient:
             model=reply.model or params["model"],
         )
 
-    def _stream(self, messages: Messages, params: dict[str, Any]) -> Any:
+    def _stream(
+        self, messages: Messages, params: dict[str, Any], tools: list[dict[str, Any]] | None
+    ) -> Any:
         """The raw event stream of ``messages.create(messages=messages, **params,
-        stream=True)``, events as dicts.
+        tools=tools, stream=True)``, events as dicts.
 
         Two costs of the SDK's streaming helpers are skipped; it still sends the request,
         retries it, and raises its errors, an ``error`` event in the stream included:
@@ -139,7 +144,7 @@ class ModelClient:
           of a call with a long history. The body here is plain JSON data already, so it is
           encoded once, with the SDK's encoder settings, and its retries resend those bytes.
           A :class:`~smarthole.agent.history.History` gives its earlier turns' text as it was
-          first encoded.
+          first encoded, and a tool list its text from an earlier call (:meth:`_tools_json`).
         * Each event would become a pydantic model, and the message stream re-parses a tool
           call's partial input on every delta. :class:`StreamedReply` reads their plain JSON.
         """
@@ -149,11 +154,24 @@ class ModelClient:
             history = messages.json(encode_json)
         else:
             history = encode_json(messages)
-        rest = encode_json({**params, "stream": True})  # "{...}": spliced after the messages
-        body = f'{{"messages":{history},{rest[1:]}'.encode()
+        rest = encode_json(params)[1:-1]  # "{...}" without its braces: after the messages
+        if tools:
+            rest += f',"tools":{self._tools_json(tools)}'
+        body = f'{{"messages":{history},{rest},"stream":true}}'.encode()
         return self._client.post(
             "/v1/messages", content=body, cast_to=object, stream=True, stream_cls=Stream[object]
         )
+
+    def _tools_json(self, tools: list[dict[str, Any]]) -> str:
+        """``tools`` as JSON text, encoded once per list (see ``ToolSet.specs``)."""
+        kept = self._encoded_tools.get(id(tools))
+        if kept is not None and kept[0] is tools:
+            return kept[1]
+        if len(self._encoded_tools) >= KEPT_TOOL_LISTS:
+            self._encoded_tools.clear()  # tool sets that changed, or agents of a team
+        text = encode_json(tools)
+        self._encoded_tools[id(tools)] = (tools, text)
+        return text
 
     def close(self) -> None:
         self._client.close()

@@ -220,7 +220,8 @@ class ToolSet:
 
     def specs(self) -> list[dict[str, Any]]:
         """The tool definitions for a request; built once, the same bytes every call (which
-        keeps the prompt cache warm)."""
+        keeps the prompt cache warm). The list is never changed in place: the model client
+        keeps its JSON text by identity."""
         if self._specs is None:
             self._specs = [tool.spec() for tool in self._by_name.values()]
         return self._specs
@@ -307,7 +308,7 @@ class ToolRegistry(ToolSet):
 
     def specs(self) -> list[dict[str, Any]]:
         """The tool definitions for a request; built once per set of tools, the same bytes every
-        call (which keeps the prompt cache warm)."""
+        call (which keeps the prompt cache warm). A change of the set builds a new list."""
         with self._lock:
             if self._specs is None:
                 self._specs = [tool.spec() for tool in self._by_name.values()]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from smarthole.agent.client import ModelClient, _retry_after
+from smarthole.agent.client import KEPT_TOOL_LISTS, ModelClient, _retry_after
 from smarthole.config import ModelSettings
 from smarthole.errors import ConfigError, ModelError
 from smarthole.testing import (
@@ -89,6 +89,39 @@ def test_a_reply_comes_back_as_plain_blocks(fake, client):
     reply = call(client)
     assert reply.content == [{"type": "text", "text": "Hello"}]
     assert reply.stop_reason == "end_turn" and reply.model == ModelSettings().name
+
+
+def tool(name: str) -> dict:
+    return {"name": name, "description": "é", "input_schema": {"type": "object"}}
+
+
+def test_the_request_is_the_json_the_sdk_would_send(fake, client):
+    fake.default = text("ok")
+    messages = [{"role": "user", "content": "naïve ☃"}]
+    client.complete(system="s", messages=messages, tools=[tool("a")], max_tokens=7)
+    (request,) = fake.requests
+    assert list(request.body.items()) == [
+        ("messages", messages),
+        ("model", ModelSettings().name),
+        ("max_tokens", 7),
+        ("system", "s"),
+        ("tools", [tool("a")]),
+        ("stream", True),
+    ]
+
+
+def test_each_call_sends_the_tools_it_is_given(fake, client):
+    """A tool list's JSON is kept from one call to the next; a new list is sent as it is."""
+    fake.default = text("ok")
+    first, second = [tool("a")], [tool("a"), tool("b")]
+    for tools in (first, first, second, [], first):
+        client.complete(system="s", messages=[{"role": "user", "content": "hi"}], tools=tools)
+    many = [[tool(f"t{n}")] for n in range(40)]  # more lists than a client keeps
+    for tools in many:
+        client.complete(system="s", messages=[{"role": "user", "content": "hi"}], tools=tools)
+    sent = [request.body.get("tools") for request in fake.requests]
+    assert sent == [first, first, second, None, first, *many]
+    assert len(client._encoded_tools) <= KEPT_TOOL_LISTS, "what it keeps stays bounded"
 
 
 def test_a_reply_carries_the_usage_the_api_reported(fake, client):
