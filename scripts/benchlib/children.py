@@ -4,10 +4,12 @@ python children.py watchdog FOLDER CLAIMED default|off
     A bare watchdog Observer on FOLDER; every event renames whatever is in FOLDER into
     CLAIMED (as the daemon's claim does). ``off`` patches watchdog's move pairing away
     (InotifyMoveEventGrouper.delay = 0). Prints {"ready": true}, runs until stdin closes.
-python children.py sdk BASE_URL BODIES.json
-    Sends each request body of BODIES.json (a list) once through anthropic's streaming
-    call, as smarthole/agent/client.py does, after one warm-up call; prints the CPU time
-    of the loop alone.
+python children.py sdk BASE_URL
+    A bare loop of anthropic's streaming call, batch by batch: each line read names a
+    BODIES.json (a list of request bodies); each body is sent once, and the answer is a line
+    with the CPU time of the batch's calls alone. (The first body is sent once more before, as
+    a warm-up: lazy imports and the connection, as the daemon's first call.) The bench runs a
+    batch beside each batch of the daemon's, so that both see the machine alike.
 python children.py import
     ``import anthropic`` and nothing else; prints its VmRSS.
 """
@@ -18,6 +20,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -57,10 +60,10 @@ def watchdog(folder: str, claimed: str, pairing: str) -> None:
     observer.join()
 
 
-def sdk(base_url: str, bodies_file: str) -> None:
+def sdk_caller(base_url: str) -> Callable[[dict], None]:
+    """One streamed call of anthropic's SDK per request body (its ``stream`` key aside)."""
     import anthropic
 
-    bodies = json.loads(Path(bodies_file).read_text())
     client = anthropic.Anthropic(api_key="bench", base_url=base_url, max_retries=0)
 
     def call(body: dict) -> None:
@@ -70,14 +73,25 @@ def sdk(base_url: str, bodies_file: str) -> None:
                 pass
             stream.get_final_message()
 
-    if bodies:
-        call(bodies[0])  # warm-up: lazy imports and the connection, as the daemon's first call
+    return call
+
+
+def cpu_of(call: Callable[[dict], None], bodies: list[dict]) -> float:
     start = os.times()
     for body in bodies:
         call(body)
     end = os.times()
-    cpu = (end.user - start.user) + (end.system - start.system)
-    print(json.dumps({"calls": len(bodies), "cpu_seconds": cpu, "rss_mib": rss_mib()}))
+    return (end.user - start.user) + (end.system - start.system)
+
+
+def sdk(base_url: str) -> None:
+    call, warm = sdk_caller(base_url), False
+    for line in sys.stdin:
+        bodies = json.loads(Path(line.strip()).read_text())
+        if bodies and not warm:
+            call(bodies[0])
+            warm = True
+        print(json.dumps({"calls": len(bodies), "cpu_seconds": cpu_of(call, bodies)}), flush=True)
 
 
 def import_only() -> None:

@@ -6,14 +6,18 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smarthole.home import Home
 from smarthole.testing import FakeMessagesAPI, echo
 
 from .adapters import message_file
-from .procs import Replies, child_result, cpu_seconds, daemon, make_home, rss_mib
+from .procs import CHILDREN, Replies, child_result, cpu_seconds, daemon, make_home, rss_mib
 from .procs import wait_ready as wait_until_ready
 from .report import Row
 
@@ -41,10 +45,100 @@ def minimal(body: dict[str, Any], n: int) -> dict[str, Any]:
     }
 
 
-def sdk_loop(path: Path, url: str, bodies: list[dict[str, Any]]) -> dict[str, Any]:
-    """CPU of a bare anthropic streaming loop over ``bodies``, in its own process."""
-    path.write_text(json.dumps(bodies))
-    return child_result("sdk", url, str(path))
+class SdkLoop:
+    """A bare anthropic streaming loop in its own process (``children.py sdk``): each
+    :meth:`run` sends a batch of request bodies and returns the CPU seconds of its calls."""
+
+    def __init__(self, url: str, path: Path) -> None:
+        self.path = path
+        self.calls, self.cpu_seconds = 0, 0.0
+        command = [sys.executable, str(CHILDREN), "sdk", url]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, bodies: list[dict[str, Any]]) -> float:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.path.write_text(json.dumps(bodies))
+        self.process.stdin.write(f"{self.path}\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the SDK loop exited with {self.process.wait()}")
+        result = json.loads(line)
+        self.calls += result["calls"]
+        self.cpu_seconds += result["cpu_seconds"]
+        return float(result["cpu_seconds"])
+
+    def ms_per_call(self) -> float:
+        return self.cpu_seconds / max(1, self.calls) * 1000
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@dataclass
+class Paired:
+    """The daemon's CPU over some messages, each chunk beside bare loops sending as many
+    calls right after it: drift of the machine's speed (minutes apart, a run's bare loop has
+    measured 2.3 and 2.8 ms a call) then moves the figure and its baseline alike."""
+
+    messages: int = 0
+    daemon_seconds: float = 0.0  # the daemon's idle rate taken off
+    ratios: list[float] = field(default_factory=list)  # per chunk, to the first loop
+
+    @property
+    def ms_per_message(self) -> float:
+        return self.daemon_seconds / max(1, self.messages) * 1000
+
+    def spread(self) -> dict[str, float]:
+        return {
+            "chunks": len(self.ratios),
+            "min": min(self.ratios),
+            "median": statistics.median(self.ratios),
+            "max": max(self.ratios),
+        }
+
+
+@dataclass
+class Running:
+    """The costs daemon while it runs, and what it has answered so far."""
+
+    home: Home
+    pid: int
+    replies: Replies
+    fake: FakeMessagesAPI
+    idle_rate: float = 0.0  # CPU seconds a second, doing nothing
+    answered: int = 1  # the warm-up message
+
+    def answer(self, count: int, channels: int) -> tuple[float, float]:
+        """Drop ``count`` messages and wait for their replies: (CPU seconds, elapsed)."""
+        before, at = cpu_seconds(self.pid), time.perf_counter()
+        feed(self.home.root, self.answered, count, channels)
+        self.answered += count
+        self.replies.wait_for(self.answered, 300)
+        return cpu_seconds(self.pid) - before, time.perf_counter() - at
+
+    def paired(self, count: int, channels: int, loops: list[SdkLoop]) -> Paired:
+        """``count`` messages CHUNK at a time; after each chunk the first loop sends minimal
+        bodies, the others (if any) the daemon's own, as many as the daemon's calls."""
+        result = Paired()
+        for start in range(0, count, CHUNK):
+            n = min(CHUNK, count - start)
+            self.fake.reset()
+            cpu, elapsed = self.answer(n, channels)
+            bodies = [r.body for r in self.fake.requests]
+            self.fake.reset()
+            bare = loops[0].run([minimal(body, k) for k, body in enumerate(bodies)])
+            for loop in loops[1:]:
+                loop.run(bodies)
+            spent = cpu - self.idle_rate * elapsed
+            result.messages += n
+            result.daemon_seconds += spent
+            result.ratios.append((spent / n) / (bare / max(1, len(bodies))))
+        return result
 
 
 def costs_rows(
@@ -55,13 +149,17 @@ def costs_rows(
     channels: int,
     after_backlog: tuple[int, int, float, float | None] | None = None,
 ) -> list[Row]:
-    """Run ``max(marks)`` single-turn messages through one daemon, CHUNK at a time.
+    """Run single-turn messages through one daemon, CHUNK at a time.
 
-    CPU: utime+stime of the daemon over the first ``cpu_messages`` (after one warm-up
-    message), minus its idle rate times the elapsed time, per message. Baseline: a bare
-    anthropic streaming loop in its own process, as many calls as the daemon made, each a
-    one-line request; also the daemon's own request bodies replayed by that loop (so the
-    ratio can be split into "bigger requests" and "the daemon's own work").
+    CPU: utime+stime of the daemon over ``cpu_messages`` (after one warm-up message) on
+    ``channels`` channels, minus its idle rate times the elapsed time, per message. Baseline:
+    a bare anthropic streaming loop in its own process, as many calls as the daemon made, each
+    a one-line request, run chunk by chunk beside the daemon's (see :class:`Paired`); also the
+    daemon's own request bodies replayed by that loop (so the ratio can be split into "bigger
+    requests" and "the daemon's own work"). Then, for the RSS marks, up to ``max(marks)``
+    messages; then half of ``cpu_messages`` more on one channel, whose turns run one at a
+    time as the bare loop's calls do (with ``channels`` channels, up to four workers run at
+    once on two cores, and the GIL passing between them costs CPU of its own).
 
     ``after_backlog`` is (files, messages answered, RSS, RSS at rest) of the backlog daemon of
     row 2 once it has drained (or at its drain deadline), and once it has let go of what it
@@ -74,56 +172,49 @@ def costs_rows(
     fake.reset()
     fake.default = echo()
     rss: dict[int, float] = {}
-    with daemon(home, fake.url) as process, contextlib.closing(Replies(home)) as answered_so_far:
-        pid = process.pid
+    loops = [SdkLoop(fake.url, root / "bare.json"), SdkLoop(fake.url, root / "replay.json")]
+    solo_loop = SdkLoop(fake.url, root / "solo.json")
+    with (
+        daemon(home, fake.url) as process,
+        contextlib.closing(Replies(home)) as replies,
+        contextlib.ExitStack() as stack,
+    ):
+        for loop in (*loops, solo_loop):
+            stack.callback(loop.close)
         wait_until_ready(home, process)
-        rss[0] = rss_mib(pid)
+        running = Running(home, process.pid, replies, fake)
+        rss[0] = rss_mib(process.pid)
         feed(home.root, 0, 1, channels)  # warm-up: lazy imports, the first connection
-        answered_so_far.wait_for(1, 30)
-        before, at = cpu_seconds(pid), time.perf_counter()
+        replies.wait_for(1, 30)
+        before, at = cpu_seconds(process.pid), time.perf_counter()
         time.sleep(IDLE_WINDOW)  # a measuring window, not a synchronization
-        idle_rate = (cpu_seconds(pid) - before) / (time.perf_counter() - at)
+        running.idle_rate = (cpu_seconds(process.pid) - before) / (time.perf_counter() - at)
+        many = running.paired(cpu_messages, channels, loops)
+        for mark in sorted(marks):
+            while running.answered - 1 < mark:
+                fake.reset()  # the fake keeps every request; do not let the bench grow
+                running.answer(min(CHUNK, mark - (running.answered - 1)), channels)
+            rss[mark] = rss_mib(process.pid)
+        solo = running.paired(max(1, cpu_messages // 2), 1, [solo_loop])
         fake.reset()
-        answered = 1  # the warm-up
-        before, at = cpu_seconds(pid), time.perf_counter()
-        cpu: dict[str, float] = {}
-        bodies: list[dict[str, Any]] = []
-        for mark in sorted({cpu_messages, *marks}):
-            while answered - 1 < mark:
-                count = min(CHUNK, mark - (answered - 1))
-                feed(home.root, answered, count, channels)
-                answered += count
-                answered_so_far.wait_for(answered, 300)
-                if cpu:
-                    fake.reset()  # the fake keeps every request; do not let the bench grow
-            if mark == cpu_messages:
-                cpu = {"total": cpu_seconds(pid) - before, "elapsed": time.perf_counter() - at}
-                bodies = [r.body for r in fake.requests]
-                fake.reset()
-            if mark in marks:
-                rss[mark] = rss_mib(pid)
-    per_message = (cpu["total"] - idle_rate * cpu["elapsed"]) / cpu_messages
-    bare = [minimal(body, n) for n, body in enumerate(bodies)]
-    sdk = sdk_loop(root / "bare.json", fake.url, bare)
-    replayed = sdk_loop(root / "replay.json", fake.url, bodies)
+    bare, replayed = loops
     imports = [child_result("import")["rss_mib"] for _ in range(3)]
     anthropic_rss = statistics.median(imports)
-    ms = 1000
     detail: dict[str, Any] = {
         "messages": cpu_messages,
         "channels": channels,
-        "idle_cpu_per_s": idle_rate,
-        "daemon_cpu_s": cpu["total"],
-        "elapsed_s": cpu["elapsed"],
-        "sdk_minimal_bodies": sdk,
-        "sdk_replayed_bodies": replayed,
+        "idle_cpu_per_s": running.idle_rate,
+        "daemon_cpu_s": many.daemon_seconds,
+        "chunk_ratios": many.spread(),
+        "sdk_minimal_bodies": {"calls": bare.calls, "cpu_seconds": bare.cpu_seconds},
+        "sdk_replayed_bodies": {"calls": replayed.calls, "cpu_seconds": replayed.cpu_seconds},
     }
     rows = [
         Row(
             "daemon CPU per single-turn message",
-            per_message * ms,
+            many.ms_per_message,
             "ms",
-            sdk["cpu_seconds"] / max(1, sdk["calls"]) * ms,
+            bare.ms_per_call(),
             "bare SDK loop",
             goal="<= 2x",
             max_ratio=2.0,
@@ -131,10 +222,18 @@ def costs_rows(
         ),
         Row(
             "daemon CPU per message, vs SDK replaying its bodies",
-            per_message * ms,
+            many.ms_per_message,
             "ms",
-            replayed["cpu_seconds"] / max(1, replayed["calls"]) * ms,
+            replayed.ms_per_call(),
             "SDK loop, same bodies",
+        ),
+        Row(
+            "daemon CPU per message, one channel (a turn at a time)",
+            solo.ms_per_message,
+            "ms",
+            solo_loop.ms_per_call(),
+            "bare SDK loop",
+            detail={"messages": solo.messages, "chunk_ratios": solo.spread()},
         ),
         Row(
             "RSS idle, after ready",
