@@ -110,7 +110,7 @@ class Running:
     pid: int
     replies: Replies
     fake: FakeMessagesAPI
-    idle_rate: float = 0.0  # CPU seconds a second, doing nothing
+    idle_rate: float  # CPU seconds a second, doing nothing
     answered: int = 1  # the warm-up message
 
     def answer(self, count: int, channels: int) -> tuple[float, float]:
@@ -172,23 +172,21 @@ def costs_rows(
     fake.reset()
     fake.default = echo()
     rss: dict[int, float] = {}
-    loops = [SdkLoop(fake.url, root / "bare.json"), SdkLoop(fake.url, root / "replay.json")]
-    solo_loop = SdkLoop(fake.url, root / "solo.json")
-    with (
-        daemon(home, fake.url) as process,
-        contextlib.closing(Replies(home)) as replies,
-        contextlib.ExitStack() as stack,
-    ):
+    with contextlib.ExitStack() as stack:
+        loops = [SdkLoop(fake.url, root / name) for name in ("bare.json", "replay.json")]
+        solo_loop = SdkLoop(fake.url, root / "solo.json")
         for loop in (*loops, solo_loop):
             stack.callback(loop.close)
+        process = stack.enter_context(daemon(home, fake.url))
+        replies = stack.enter_context(contextlib.closing(Replies(home)))
         wait_until_ready(home, process)
-        running = Running(home, process.pid, replies, fake)
         rss[0] = rss_mib(process.pid)
         feed(home.root, 0, 1, channels)  # warm-up: lazy imports, the first connection
         replies.wait_for(1, 30)
         before, at = cpu_seconds(process.pid), time.perf_counter()
         time.sleep(IDLE_WINDOW)  # a measuring window, not a synchronization
-        running.idle_rate = (cpu_seconds(process.pid) - before) / (time.perf_counter() - at)
+        idle_rate = (cpu_seconds(process.pid) - before) / (time.perf_counter() - at)
+        running = Running(home, process.pid, replies, fake, idle_rate)
         many = running.paired(cpu_messages, channels, loops)
         for mark in sorted(marks):
             while running.answered - 1 < mark:
