@@ -1,7 +1,7 @@
 """The daemon: one home's lock, recovery at start, the main loop, workers and signals.
 
 The main loop claims inbox files (woken by watchdog, and by a periodic rescan), then hands the
-head message of each idle channel to a worker thread; the worker queues that channel's next
+head message of each idle channel to a worker thread; the worker takes that channel's next
 message itself. A channel's messages run strictly in order; different channels run at the same
 time, and take turns for the workers. A deferred message waits in the database, not
 in a worker. Signals are owned by :func:`smarthole.daemon.signals.capture_signals` from the
@@ -338,32 +338,48 @@ class Daemon:
     def _work(self, runtime: Runtime) -> None:
         """Run the messages the queue hands over, until its ``None``.
 
-        A channel stays busy from its dispatch until it has nothing runnable left: after each
-        message the worker queues the channel's next one itself, behind the other channels'
-        (so they still take turns), without a round trip through the main loop. Only then
-        is the channel free, and the loop woken to dispatch what came for it meanwhile.
+        A channel stays busy from its dispatch until it has nothing runnable left: its worker
+        takes its next message itself, behind the other channels' (so they take turns). Only
+        then is the channel free, and the loop woken to dispatch what came for it meanwhile.
         """
-        while (entry := self._jobs.get()) is not None:
-            following = None
-            try:
-                with log_context(
-                    message_id=entry.id, conversation=entry.conversation_id, turn=entry.turn
-                ):
-                    outcome = runtime.processor.process(entry)
-                    logger.debug("message %s: %s", entry.id, outcome)
-                if self.handle_signals and not self._settled.is_set():
-                    self._settled.set()  # the first model call imported the rest of the SDK
-                    gc.freeze()
-                following = self._next_in_channel(runtime, entry.channel)
-            except Exception:
-                logger.exception("worker failed on message %s; retrying shortly", entry.id)
-                self.stop_event.wait(WORKER_BACKOFF_SECONDS)  # no hot loop on a lasting fault
+        entry = self._jobs.get()
+        while entry is not None:
+            following = self._run_one(runtime, entry)
             if following is not None:
-                self._jobs.put(following)
+                entry = self._take_turns(following)
                 continue
             with self._busy_lock:
                 self._busy.discard(entry.channel)
             self.wake_event.set()  # dispatch: no need to look at the inbox for this
+            entry = self._jobs.get()
+
+    def _run_one(self, runtime: Runtime, entry: LedgerEntry) -> LedgerEntry | None:
+        """Run ``entry``; returns its channel's next message if that may run now."""
+        try:
+            with log_context(
+                message_id=entry.id, conversation=entry.conversation_id, turn=entry.turn
+            ):
+                outcome = runtime.processor.process(entry)
+                logger.debug("message %s: %s", entry.id, outcome)
+            if self.handle_signals and not self._settled.is_set():
+                self._settled.set()  # the first model call imported the rest of the SDK
+                gc.freeze()
+            return self._next_in_channel(runtime, entry.channel)
+        except Exception:
+            logger.exception("worker failed on message %s; retrying shortly", entry.id)
+            self.stop_event.wait(WORKER_BACKOFF_SECONDS)  # no hot loop on a lasting fault
+            return None
+
+    def _take_turns(self, following: LedgerEntry) -> LedgerEntry | None:
+        """Another channel's waiting message (``following`` queued behind it), else
+        ``following``: no idle worker is woken to take the channel over. None: stop."""
+        try:
+            waiting = self._jobs.get_nowait()
+        except queue.Empty:
+            return following
+        if waiting is not None:
+            self._jobs.put(following)
+        return waiting
 
     def _stop_workers(self, grace: float) -> bool:
         """Stop the workers; True if all finished within ``grace`` seconds."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from smarthole import hookimpl
 from smarthole.testing import error, server_error, text, tool_use, tool_uses
 from tests.helpers import (
     TEST_PLUGINS,
@@ -355,6 +357,40 @@ def test_channels_take_turns_for_a_worker(home, fake, env, statements):
         "a0", "b0", "a1", "b1", "a2", "b2"
     ]  # fmt: skip
     assert sum("FROM inbox WHERE channel = " in s for s in statements) == 6
+
+
+def sleeps(thread: threading.Thread) -> int:
+    """How often ``thread`` has gone to sleep (its voluntary context switches, from /proc)."""
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+def test_a_channel_alone_stays_with_its_worker_and_wakes_no_other(home, fake, env):
+    """With no other channel waiting, a worker goes straight on with its channel's next
+    message: it does not queue it and wake an idle worker, which would find nothing to take."""
+    seen = []  # per message: the worker, and how often the other workers have slept
+
+    class Recorder:
+        @hookimpl
+        def message_stored(self, conversation, message):
+            if message.kind == "user":
+                me = threading.current_thread()
+                others = [
+                    t
+                    for t in threading.enumerate()
+                    if t.name.startswith("smarthole-worker-") and t is not me
+                ]
+                seen.append((me.name, sum(sleeps(t) for t in others)))
+
+    write_config(home, daemon={"workers": 4})
+    fake.default = text("ok")
+    for n in range(8):
+        (home / "inbox" / f"a{n}.md").write_text(
+            f"+++\nid = 'a{n}'\nchannel = 'a'\ntimestamp = 2026-01-0{n + 1}T00:00:00Z\n+++\na{n}"
+        )
+    run_once(home, env, extra_plugins=[("recorder", Recorder())])
+    assert len(seen) == 8 and len({worker for worker, _ in seen}) == 1, seen
+    assert seen[-1][1] - seen[0][1] <= 2, seen  # a wake-up for nothing is a sleep more
 
 
 # -- the CLI ----------------------------------------------------------------------------------
