@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
+import threading
+import time
 from types import ModuleType
 
 import pytest
@@ -16,7 +19,7 @@ from tests.helpers import REPO
 
 
 def load(name: str) -> ModuleType:
-    """A stand-alone module of scripts/benchlib (no relative imports in these two)."""
+    """A stand-alone module of scripts/benchlib (no relative imports in these)."""
     path = REPO / "scripts" / "benchlib" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"benchlib_{name}", path)
     assert spec and spec.loader
@@ -27,6 +30,7 @@ def load(name: str) -> ModuleType:
 
 
 cache = load("cache")
+procs = load("procs")
 report = load("report")
 
 CC = {"cache_control": {"type": "ephemeral"}}
@@ -199,3 +203,23 @@ def test_the_table_and_json_carry_ratio_and_verdict():
     assert saved["rows"][0]["ratio"] == pytest.approx(436 / 0.9)
     assert [r["met"] for r in saved["rows"]] == [False, False]
     assert "| pickup p99 | 436 ms |" in report.markdown(rows)
+
+
+def test_context_switches_count_the_sleeps_of_every_thread():
+    slept, done = threading.Event(), threading.Event()
+
+    def sleeper() -> None:
+        for _ in range(5):
+            time.sleep(0.001)  # each one a voluntary switch of this thread
+        slept.set()
+        done.wait(10)
+
+    before = procs.context_switches(os.getpid())
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    try:
+        assert slept.wait(10)
+        assert procs.context_switches(os.getpid()) - before >= 5
+    finally:
+        done.set()
+        thread.join()

@@ -7,9 +7,10 @@ python children.py watchdog FOLDER CLAIMED default|off
 python children.py sdk BASE_URL
     A bare loop of anthropic's streaming call, batch by batch: each line read names a
     BODIES.json (a list of request bodies); each body is sent once, and the answer is a line
-    with the CPU time of the batch's calls alone. (The first body is sent once more before, as
-    a warm-up: lazy imports and the connection, as the daemon's first call.) The bench runs a
-    batch beside each batch of the daemon's, so that both see the machine alike.
+    with the CPU time and the context switches of the batch's calls alone. (The first body is
+    sent once more before, as a warm-up: lazy imports and the connection, as the daemon's first
+    call.) The bench runs a batch beside each batch of the daemon's, so that both see the
+    machine alike.
 python children.py import
     ``import anthropic`` and nothing else; prints its VmRSS.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -76,12 +78,21 @@ def sdk_caller(base_url: str) -> Callable[[dict], None]:
     return call
 
 
-def cpu_of(call: Callable[[dict], None], bodies: list[dict]) -> float:
-    start = os.times()
+def cost_of(call: Callable[[dict], None], bodies: list[dict]) -> dict[str, float]:
+    """The CPU seconds and context switches of one call per body."""
+    start, switches = os.times(), _switches()
     for body in bodies:
         call(body)
     end = os.times()
-    return (end.user - start.user) + (end.system - start.system)
+    return {
+        "cpu_seconds": (end.user - start.user) + (end.system - start.system),
+        "switches": _switches() - switches,
+    }
+
+
+def _switches() -> int:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
 
 
 def sdk(base_url: str) -> None:
@@ -91,7 +102,7 @@ def sdk(base_url: str) -> None:
         if bodies and not warm:
             call(bodies[0])
             warm = True
-        print(json.dumps({"calls": len(bodies), "cpu_seconds": cpu_of(call, bodies)}), flush=True)
+        print(json.dumps({"calls": len(bodies), **cost_of(call, bodies)}), flush=True)
 
 
 def import_only() -> None:

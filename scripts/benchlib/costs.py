@@ -11,13 +11,22 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from smarthole.home import Home
 from smarthole.testing import FakeMessagesAPI, echo
 
 from .adapters import message_file
-from .procs import CHILDREN, Replies, child_result, cpu_seconds, daemon, make_home, rss_mib
+from .procs import (
+    CHILDREN,
+    Replies,
+    child_result,
+    context_switches,
+    cpu_seconds,
+    daemon,
+    make_home,
+    rss_mib,
+)
 from .procs import wait_ready as wait_until_ready
 from .report import Row
 
@@ -51,7 +60,7 @@ class SdkLoop:
 
     def __init__(self, url: str, path: Path) -> None:
         self.path = path
-        self.calls, self.cpu_seconds = 0, 0.0
+        self.calls, self.cpu_seconds, self.switches = 0, 0.0, 0
         command = [sys.executable, str(CHILDREN), "sdk", url]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -68,10 +77,14 @@ class SdkLoop:
         result = json.loads(line)
         self.calls += result["calls"]
         self.cpu_seconds += result["cpu_seconds"]
+        self.switches += result["switches"]
         return float(result["cpu_seconds"])
 
     def ms_per_call(self) -> float:
         return self.cpu_seconds / max(1, self.calls) * 1000
+
+    def switches_per_call(self) -> float:
+        return self.switches / max(1, self.calls)
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -87,11 +100,16 @@ class Paired:
 
     messages: int = 0
     daemon_seconds: float = 0.0  # the daemon's idle rate taken off
+    daemon_switches: int = 0  # context switches of its threads (idle ones included)
     ratios: list[float] = field(default_factory=list)  # per chunk, to the first loop
 
     @property
     def ms_per_message(self) -> float:
         return self.daemon_seconds / max(1, self.messages) * 1000
+
+    @property
+    def switches_per_message(self) -> float:
+        return self.daemon_switches / max(1, self.messages)
 
     def spread(self) -> dict[str, float]:
         return {
@@ -100,6 +118,14 @@ class Paired:
             "median": statistics.median(self.ratios),
             "max": max(self.ratios),
         }
+
+
+class Spent(NamedTuple):
+    """What the daemon spent on some messages."""
+
+    cpu_seconds: float
+    switches: int
+    elapsed: float
 
 
 @dataclass
@@ -113,13 +139,21 @@ class Running:
     idle_rate: float  # CPU seconds a second, doing nothing
     answered: int = 1  # the warm-up message
 
-    def answer(self, count: int, channels: int) -> tuple[float, float]:
-        """Drop ``count`` messages and wait for their replies: (CPU seconds, elapsed)."""
-        before, at = cpu_seconds(self.pid), time.perf_counter()
+    def answer(self, count: int, channels: int) -> Spent:
+        """Drop ``count`` messages and wait for their replies."""
+        before, switches, at = (
+            cpu_seconds(self.pid),
+            context_switches(self.pid),
+            time.perf_counter(),
+        )
         feed(self.home.root, self.answered, count, channels)
         self.answered += count
         self.replies.wait_for(self.answered, 300)
-        return cpu_seconds(self.pid) - before, time.perf_counter() - at
+        return Spent(
+            cpu_seconds(self.pid) - before,
+            context_switches(self.pid) - switches,
+            time.perf_counter() - at,
+        )
 
     def paired(self, count: int, channels: int, loops: list[SdkLoop]) -> Paired:
         """``count`` messages CHUNK at a time; after each chunk the first loop sends minimal
@@ -128,16 +162,17 @@ class Running:
         for start in range(0, count, CHUNK):
             n = min(CHUNK, count - start)
             self.fake.reset()
-            cpu, elapsed = self.answer(n, channels)
+            spent = self.answer(n, channels)
             bodies = [r.body for r in self.fake.requests]
             self.fake.reset()
             bare = loops[0].run([minimal(body, k) for k, body in enumerate(bodies)])
             for loop in loops[1:]:
                 loop.run(bodies)
-            spent = cpu - self.idle_rate * elapsed
+            cpu = spent.cpu_seconds - self.idle_rate * spent.elapsed
             result.messages += n
-            result.daemon_seconds += spent
-            result.ratios.append((spent / n) / (bare / max(1, len(bodies))))
+            result.daemon_seconds += cpu
+            result.daemon_switches += spent.switches
+            result.ratios.append((cpu / n) / (bare / max(1, len(bodies))))
         return result
 
 
@@ -206,6 +241,12 @@ def costs_rows(
         "chunk_ratios": many.spread(),
         "sdk_minimal_bodies": {"calls": bare.calls, "cpu_seconds": bare.cpu_seconds},
         "sdk_replayed_bodies": {"calls": replayed.calls, "cpu_seconds": replayed.cpu_seconds},
+        "context_switches_per_call": {
+            "daemon": many.switches_per_message,
+            "daemon_one_channel": solo.switches_per_message,
+            "sdk_minimal_bodies": bare.switches_per_call(),
+            "sdk_replayed_bodies": replayed.switches_per_call(),
+        },
     }
     rows = [
         Row(
@@ -232,6 +273,13 @@ def costs_rows(
             solo_loop.ms_per_call(),
             "bare SDK loop",
             detail={"messages": solo.messages, "chunk_ratios": solo.spread()},
+        ),
+        Row(
+            "daemon context switches per message (a thread sleeping on the GIL, a lock, I/O)",
+            many.switches_per_message,
+            "",
+            bare.switches_per_call(),
+            "bare SDK loop",
         ),
         Row(
             "RSS idle, after ready",

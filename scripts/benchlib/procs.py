@@ -118,6 +118,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def context_switches(pid: int) -> int:
+    """Voluntary and involuntary context switches of the live threads of ``pid`` (from
+    /proc/<pid>/task/*/status): a thread blocking on a lock, the GIL or I/O counts one each
+    time it sleeps. The counts of threads that have ended are gone with them."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended meanwhile
+        for line in text.splitlines():
+            if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                total += int(line.split()[1])
+    return total
+
+
 def rss_mib(pid: int) -> float:
     """VmRSS of ``pid`` in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
