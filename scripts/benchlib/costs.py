@@ -141,11 +141,8 @@ class Running:
 
     def answer(self, count: int, channels: int) -> Spent:
         """Drop ``count`` messages and wait for their replies."""
-        before, switches, at = (
-            cpu_seconds(self.pid),
-            context_switches(self.pid),
-            time.perf_counter(),
-        )
+        before, switches = cpu_seconds(self.pid), context_switches(self.pid)
+        at = time.perf_counter()
         feed(self.home.root, self.answered, count, channels)
         self.answered += count
         self.replies.wait_for(self.answered, 300)
