@@ -20,7 +20,9 @@ Rows, each beside its baseline (see benchlib/ for the details of each):
    does before each model call at the default budget, and a full reload; baselines raw
    ``SELECT content`` and SELECT + json.loads of the same rows.
 4. daemon CPU per single-turn message (utime+stime from /proc, idle rate subtracted);
-   baseline: the same request bodies replayed by a bare anthropic streaming loop.
+   baseline: a bare anthropic streaming loop run beside it, chunk by chunk, with one-line
+   requests (and replaying the daemon's own bodies). Also on one channel, with the fake
+   answering after 50 ms (daemon and loop alike), and the context switches per message.
 5. RSS (VmRSS) idle after ready and after 1,000 messages, and of the backlog daemon of row 2
    as it answers the last of its 10,000 (quick: 1,000) and, in a full run, at rest: once,
    quiet for a minute, it has let go of what it keeps for a busy time (the goal's row).

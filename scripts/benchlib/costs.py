@@ -9,12 +9,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from smarthole.home import Home
-from smarthole.testing import FakeMessagesAPI, echo
+from smarthole.testing import FakeMessagesAPI, RecordedRequest, Reply, delay, echo
 
 from .adapters import message_file
 from .procs import (
@@ -32,6 +33,7 @@ from .report import Row
 
 CHUNK = 100  # messages dropped at once while the daemon runs; it answers them, then the next
 IDLE_WINDOW = 1.0  # seconds the idle daemon's CPU is sampled over
+MODEL_LATENCY = 0.05  # seconds the fake waits before answering, in the "model answering" rows
 
 
 def feed(home_root: Path, start: int, count: int, channels: int) -> None:
@@ -42,6 +44,12 @@ def feed(home_root: Path, start: int, count: int, channels: int) -> None:
         data = message_file(f"ping {n}", message_id=f"m{n:06d}", channel=f"c{n % channels}")
         (staging / name).write_bytes(data)
         os.rename(staging / name, inbox / name)
+
+
+def answering_after(seconds: float) -> Callable[[RecordedRequest], Reply]:
+    """The fake's echo, sent after ``seconds`` (as a model takes its time)."""
+    answer = echo()
+    return lambda request: delay(seconds, answer(request))
 
 
 def minimal(body: dict[str, Any], n: int) -> dict[str, Any]:
@@ -191,7 +199,11 @@ def costs_rows(
     requests" and "the daemon's own work"). Then, for the RSS marks, up to ``max(marks)``
     messages; then half of ``cpu_messages`` more on one channel, whose turns run one at a
     time as the bare loop's calls do (with ``channels`` channels, up to four workers run at
-    once on two cores, and the GIL passing between them costs CPU of its own).
+    once on two cores, and the GIL passing between them costs CPU of its own). Last, a fifth
+    of ``cpu_messages`` (at least a chunk) on ``channels`` channels and as many on one, with
+    the fake answering after ``MODEL_LATENCY`` seconds for the daemon and its bare loop alike:
+    a real model is never instant, and the row without a wait is the worst case for the
+    workers' contention.
 
     ``after_backlog`` is (files, messages answered, RSS, RSS at rest) of the backlog daemon of
     row 2 once it has drained (or at its drain deadline), and once it has let go of what it
@@ -207,7 +219,8 @@ def costs_rows(
     with contextlib.ExitStack() as stack:
         loops = [SdkLoop(fake.url, root / name) for name in ("bare.json", "replay.json")]
         solo_loop = SdkLoop(fake.url, root / "solo.json")
-        for loop in (*loops, solo_loop):
+        waiting_loops = [SdkLoop(fake.url, root / f"waiting-{n}.json") for n in (1, 2)]
+        for loop in (*loops, solo_loop, *waiting_loops):
             stack.callback(loop.close)
         process = stack.enter_context(daemon(home, fake.url))
         replies = stack.enter_context(contextlib.closing(Replies(home)))
@@ -226,6 +239,11 @@ def costs_rows(
                 running.answer(min(CHUNK, mark - (running.answered - 1)), channels)
             rss[mark] = rss_mib(process.pid)
         solo = running.paired(max(1, cpu_messages // 2), 1, [solo_loop])
+        fake.default = answering_after(MODEL_LATENCY)
+        waited = max(CHUNK, cpu_messages // 5)
+        waiting = running.paired(waited, channels, waiting_loops[:1])
+        waiting_solo = running.paired(waited, 1, waiting_loops[1:])
+        fake.default = echo()
         fake.reset()
     bare, replayed = loops
     imports = [child_result("import")["rss_mib"] for _ in range(3)]
@@ -270,6 +288,22 @@ def costs_rows(
             solo_loop.ms_per_call(),
             "bare SDK loop",
             detail={"messages": solo.messages, "chunk_ratios": solo.spread()},
+        ),
+        Row(
+            f"daemon CPU per message, the model answering after {MODEL_LATENCY * 1000:.0f} ms",
+            waiting.ms_per_message,
+            "ms",
+            waiting_loops[0].ms_per_call(),
+            "bare SDK loop, same wait",
+            detail={"messages": waiting.messages, "chunk_ratios": waiting.spread()},
+        ),
+        Row(
+            "same, one channel",
+            waiting_solo.ms_per_message,
+            "ms",
+            waiting_loops[1].ms_per_call(),
+            "bare SDK loop, same wait",
+            detail={"messages": waiting_solo.messages, "chunk_ratios": waiting_solo.spread()},
         ),
         Row(
             "daemon context switches per message (a thread sleeping on the GIL, a lock, I/O)",
