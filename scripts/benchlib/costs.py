@@ -181,6 +181,18 @@ class Running:
         return result
 
 
+def cpu_row(metric: str, paired: Paired, loop: SdkLoop, baseline: str = "bare SDK loop") -> Row:
+    """A daemon's CPU per message beside its paired loop's per call, chunk ratios in detail."""
+    return Row(
+        metric,
+        paired.ms_per_message,
+        "ms",
+        loop.ms_per_call(),
+        baseline,
+        detail={"messages": paired.messages, "chunk_ratios": paired.spread()},
+    )
+
+
 def costs_rows(
     root: Path,
     fake: FakeMessagesAPI,
@@ -219,8 +231,9 @@ def costs_rows(
     with contextlib.ExitStack() as stack:
         loops = [SdkLoop(fake.url, root / name) for name in ("bare.json", "replay.json")]
         solo_loop = SdkLoop(fake.url, root / "solo.json")
-        waiting_loops = [SdkLoop(fake.url, root / f"waiting-{n}.json") for n in (1, 2)]
-        for loop in (*loops, solo_loop, *waiting_loops):
+        waiting_loop = SdkLoop(fake.url, root / "waiting.json")
+        waiting_solo_loop = SdkLoop(fake.url, root / "waiting-solo.json")
+        for loop in (*loops, solo_loop, waiting_loop, waiting_solo_loop):
             stack.callback(loop.close)
         process = stack.enter_context(daemon(home, fake.url))
         replies = stack.enter_context(contextlib.closing(Replies(home)))
@@ -241,8 +254,8 @@ def costs_rows(
         solo = running.paired(max(1, cpu_messages // 2), 1, [solo_loop])
         fake.default = answering_after(MODEL_LATENCY)
         waited = max(CHUNK, cpu_messages // 5)
-        waiting = running.paired(waited, channels, waiting_loops[:1])
-        waiting_solo = running.paired(waited, 1, waiting_loops[1:])
+        waiting = running.paired(waited, channels, [waiting_loop])
+        waiting_solo = running.paired(waited, 1, [waiting_solo_loop])
         fake.default = echo()
         fake.reset()
     bare, replayed = loops
@@ -281,30 +294,14 @@ def costs_rows(
             replayed.ms_per_call(),
             "SDK loop, same bodies",
         ),
-        Row(
-            "daemon CPU per message, one channel (a turn at a time)",
-            solo.ms_per_message,
-            "ms",
-            solo_loop.ms_per_call(),
-            "bare SDK loop",
-            detail={"messages": solo.messages, "chunk_ratios": solo.spread()},
-        ),
-        Row(
+        cpu_row("daemon CPU per message, one channel (a turn at a time)", solo, solo_loop),
+        cpu_row(
             f"daemon CPU per message, the model answering after {MODEL_LATENCY * 1000:.0f} ms",
-            waiting.ms_per_message,
-            "ms",
-            waiting_loops[0].ms_per_call(),
+            waiting,
+            waiting_loop,
             "bare SDK loop, same wait",
-            detail={"messages": waiting.messages, "chunk_ratios": waiting.spread()},
         ),
-        Row(
-            "same, one channel",
-            waiting_solo.ms_per_message,
-            "ms",
-            waiting_loops[1].ms_per_call(),
-            "bare SDK loop, same wait",
-            detail={"messages": waiting_solo.messages, "chunk_ratios": waiting_solo.spread()},
-        ),
+        cpu_row("same, one channel", waiting_solo, waiting_solo_loop, "bare SDK loop, same wait"),
         Row(
             "daemon context switches per message (a thread sleeping on the GIL, a lock, I/O)",
             many.switches_per_message,
