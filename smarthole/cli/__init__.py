@@ -2,7 +2,9 @@
 
 Exit codes: 0 success; 1 a request that could not be met (unknown id, a timeout, an error
 reply); 2 the program cannot run as configured (bad config, no API key, a broken plugin,
-another daemon running); 3 ``status``: the daemon is not running; 130 interrupted (Ctrl-C).
+another daemon running); 3 ``status``: the daemon is not running; 130 interrupted (Ctrl-C);
+141 the reader of the output went away (``smarthole events | head``), quietly, as a shell
+reports any command cut off by SIGPIPE.
 Heavy modules are imported inside the commands so ``smarthole --help`` stays fast.
 """
 
@@ -12,6 +14,8 @@ import argparse
 import importlib
 import json
 import logging
+import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,6 +36,7 @@ logger = logging.getLogger("smarthole")
 
 HOME_HELP = "the agent's folder (default: $SMARTHOLE_HOME, else ~/SmartHole)"
 ID_HELP = "a conversation id or a unique prefix of one"
+READER_GONE = 141  # 128 + SIGPIPE: the status a shell gives a command its pipe's reader left
 USAGE_ERRORS = (ConfigError, PluginError, DaemonError, AlreadyRunning, MessageError, UsageError)
 
 
@@ -42,7 +47,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args)
     try:
         result: int = args.handler(args)
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         return result
+    except BrokenPipeError:
+        if not _output_is_a_pipe():
+            raise  # a pipe of something else: not the reader's doing, so a bug to see
+        # Python ignores SIGPIPE, so the reader leaving is an exception; end as a tool
+        # killed by it would, and point stdout at /dev/null so the flush at exit is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return READER_GONE
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
@@ -55,6 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SmartholeError as exc:
         print(f"smarthole: {exc}", file=sys.stderr)
         return 1
+
+
+def _output_is_a_pipe() -> bool:
+    try:
+        mode = os.fstat(sys.stdout.fileno()).st_mode
+    except (OSError, ValueError):  # closed, or replaced by an object with no descriptor
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import select
@@ -253,3 +254,47 @@ def test_an_interactive_chat_has_line_editing_and_a_private_history(home, fake, 
     history = home / ".smarthole" / "chat_history"
     assert history.stat().st_mode & 0o777 == 0o600
     assert "milk" in history.read_text()
+
+
+# -- a reader that leaves early: `smarthole events | head` --------------------------------------
+
+
+@pytest.mark.parametrize("command", ["events", "conversations", "show", "export"])
+def test_output_whose_reader_left_ends_quietly_with_141(home, fake, env, command):
+    """As `git log | head`: no traceback, and the status a shell gives a command cut off by
+    SIGPIPE. ``events`` flushes each line itself; the others fail at the flush after them."""
+    fake.default = text("ok")
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    args = [command, "--home", str(home)]
+    if command in ("show", "export"):
+        args.append(finals(home)[0]["conversation"])
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "smarthole", *args],
+            env=env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(home, monkeypatch, capsys):
+    """stdout here is not a pipe, so the error came from somewhere else: a bug to show."""
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    import smarthole.cli as cli
+
+    monkeypatch.setattr(
+        cli, "parse", lambda argv: argparse.Namespace(command="tasks", verbose=0, handler=broken)
+    )
+    with pytest.raises(BrokenPipeError):
+        main(["tasks", "--home", str(home)])
