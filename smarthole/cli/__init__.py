@@ -141,11 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(
-        name: str, handler: Any, help: str, *, aliases: Sequence[str] = (), under: Any = None
+        name: str,
+        handler: Any,
+        help: str,
+        *,
+        aliases: Sequence[str] = (),
+        under: Any = None,
+        home_help: str = HOME_HELP,
     ) -> Any:
         p = (under or sub).add_parser(name, help=help, description=help, aliases=list(aliases))
         # SUPPRESS: a --home given before the command is not reset by the command's default.
-        p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=HOME_HELP)
+        p.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=home_help)
         p.add_argument("-v", "--verbose", action="count", default=0, help="log more")
         p.set_defaults(handler=lazy(handler) if isinstance(handler, str) else handler)
         return p
@@ -179,7 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     number_option(p, "--timeout", 300.0, "SECONDS", "how long --wait waits")
     p.add_argument("text", nargs="+", help="the message (use - to read standard input)")
 
-    command("demo", commands.demo, "watch a scripted exchange against a bundled fake API")
+    command(
+        "demo",
+        commands.demo,
+        "watch a scripted exchange against a bundled fake API",
+        home_help="keep the demo's home in DIR (a new or empty folder) to look around after",
+    )
 
     p = command("status", commands.status, "show the daemon, queue, deferred and failed work")
     p.add_argument("--json", action="store_true", help="one JSON object")

@@ -163,7 +163,8 @@ def send(args: argparse.Namespace) -> int:
 def demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(sys.stdout)
+    # Only a --home given here, never $SMARTHOLE_HOME: that is likely a real home.
+    return run_demo(sys.stdout, keep_in=Home.resolve(args.home).root if args.home else None)
 
 
 # -- operations -------------------------------------------------------------------------------

@@ -3,18 +3,23 @@
 A newcomer with no API key and no network sees the whole loop: a message dropped into the
 inbox, the agent asking a question, the answer arriving as the next message, the pending
 question restored as context, a workspace file written, and every outbox file as it appears.
+With ``--home DIR`` (a new or empty folder) the demo's home is kept there, to look around
+afterwards with ``smarthole conversations --home DIR``, ``show``, ``events``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from ..daemon import Daemon
+from ..errors import UsageError
 from ..formats import dumps_toml
 from ..home import Home
 from ..pipeline.inbox import drop_message
@@ -40,9 +45,9 @@ def scripted_model(request: RecordedRequest) -> Reply:
     return tool_use("send_message", {"message": QUESTION, "is_question": True})
 
 
-def run_demo(out: TextIO, *, timeout: float = 30.0) -> int:
-    with tempfile.TemporaryDirectory(prefix="smarthole-demo-") as folder:
-        home = Home(Path(folder) / "home")
+def run_demo(out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0) -> int:
+    """Run the scripted exchange in a throwaway home, or in ``keep_in`` (new or empty)."""
+    with _demo_home(keep_in) as home:
         home.ensure()
         home.config_file.write_text(dumps_toml({"inbox": {"rescan_seconds": 0.5}}))
         with FakeMessagesAPI() as fake:
@@ -73,7 +78,21 @@ def run_demo(out: TextIO, *, timeout: float = 30.0) -> int:
                 f"\nThe model was called {len(fake.requests)} times. Try it for real: "
                 "`smarthole init`, set ANTHROPIC_API_KEY, `smarthole run`.\n"
             )
+            if keep_in is not None:
+                out.write(f"The demo's home is kept: smarthole conversations --home {keep_in}\n")
     return 0
+
+
+@contextlib.contextmanager
+def _demo_home(keep_in: Path | None) -> Iterator[Home]:
+    if keep_in is None:
+        with tempfile.TemporaryDirectory(prefix="smarthole-demo-") as folder:
+            yield Home(Path(folder) / "home")
+        return
+    if keep_in.exists() and (not keep_in.is_dir() or any(keep_in.iterdir())):
+        # Never into a real home: the demo's fake model and messages would mix with its own.
+        raise UsageError(f"{keep_in} is not an empty folder; the demo needs a new one to keep")
+    yield Home(keep_in)
 
 
 def _show_replies(

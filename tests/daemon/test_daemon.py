@@ -507,3 +507,32 @@ def test_demo_shows_the_whole_exchange_without_a_key(tmp_path):
     assert "waiting_for_reply = true" in out
     assert "Done: milk is on your groceries list" in out
     assert "workspace/Lists/Groceries.md now says:\n- milk" in out
+
+
+def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    kept = tmp_path / "demo-home"
+    result = smarthole("demo", "--home", str(kept), env=environment, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"The demo's home is kept: smarthole conversations --home {kept}" in result.stdout
+    listed = smarthole("conversations", "--home", str(kept), "--json", env=environment)
+    [conversation] = json.loads(listed.stdout)
+    assert conversation["turns"] == 2
+    assert (kept / "workspace" / "Lists" / "Groceries.md").read_text() == "- milk\n"
+
+
+@pytest.mark.parametrize("what", ["a home", "a file"])
+def test_demo_will_not_run_in_a_folder_that_is_not_empty(tmp_path, what):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    target = tmp_path / "taken"
+    if what == "a home":
+        target.mkdir()
+        (target / "config.toml").write_text("# a real home\n")
+    else:
+        target.write_text("notes")
+    result = smarthole("demo", "--home", str(target), env=environment, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"smarthole: {target} is not an empty folder; the demo needs a new one to keep"
+    )
+    assert not (tmp_path / "taken" / "inbox").exists()
