@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from smarthole import hookimpl
+from smarthole.config.loading import example_config_text
 from smarthole.testing import error, server_error, text, tool_use, tool_uses
 from tests.helpers import (
     TEST_PLUGINS,
@@ -519,6 +520,7 @@ def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path):
     [conversation] = json.loads(listed.stdout)
     assert conversation["turns"] == 2
     assert (kept / "workspace" / "Lists" / "Groceries.md").read_text() == "- milk\n"
+    assert (kept / "config.toml").read_text() == example_config_text()  # as `init` writes it
 
 
 @pytest.mark.parametrize("what", ["a home", "a file"])
