@@ -54,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise  # a pipe of something else: not the reader's doing, so a bug to see
         # Python ignores SIGPIPE, so the reader leaving is an exception; end as a tool
         # killed by it would, and point stdout at /dev/null so the flush at exit is quiet.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return READER_GONE
     except KeyboardInterrupt:
         print(file=sys.stderr)
