@@ -70,6 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SmartholeError as exc:
         print(f"smarthole: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # the system refused (a full disk, a folder we may not read): say so
+        if getattr(args, "verbose", 0):
+            raise  # -v: the traceback, to see where
+        print(f"smarthole: {exc}", file=sys.stderr)
+        return 1
 
 
 def _output_is_a_pipe() -> bool:
@@ -184,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--conversation", metavar="ID", help="continue this conversation")
     target.add_argument("--new", action="store_true", help="start a new conversation")
     p.add_argument("--wait", action="store_true", help="wait for the reply and print it")
-    number_option(p, "--timeout", 300.0, "SECONDS", "how long --wait waits")
+    number_option(p, "--timeout", 300.0, "SECONDS", "how long --wait waits", above=True)
     p.add_argument("text", nargs="+", help="the message (use - to read standard input)")
 
     command(
@@ -204,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-queue-age",
-        type=float,
+        type=bounded(float, 0),
         metavar="SECONDS",
         help="with --check: a problem when a message has waited longer",
     )
@@ -229,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="include ended conversations older than 30 days"
     )
     p.add_argument("--json", action="store_true", help="a JSON list")
-    p.add_argument("--limit", type=int, metavar="N", help="at most N conversations")
+    p.add_argument("--limit", type=bounded(int, 1), metavar="N", help="at most N conversations")
 
     p = command("show", commands.show, "print a conversation's transcript")
     p.add_argument("id", metavar="ID", help=ID_HELP)
@@ -249,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the channel's most recent conversation",
     )
-    number_option(p, "--timeout", 600.0, "SECONDS", "how long to wait for each reply")
+    number_option(p, "--timeout", 600.0, "SECONDS", "how long to wait for each reply", above=True)
 
     p = command("export", "transfer.export", "export a conversation as JSON or Markdown")
     p.add_argument("id", metavar="ID", help=ID_HELP)
@@ -342,18 +347,36 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
-
-
 def number_option(
-    parser: argparse.ArgumentParser, flag: str, default: float, metavar: str, help: str
+    parser: argparse.ArgumentParser,
+    flag: str,
+    default: float,
+    metavar: str,
+    help: str,
+    *,
+    minimum: float = 0,
+    above: bool = False,
 ) -> None:
     """A numeric option whose help ends with its default; an int default takes ints only."""
     parser.add_argument(
         flag,
-        type=type(default),
+        type=bounded(type(default), minimum, above=above),
         default=default,
         metavar=metavar,
         help=f"{help} (default {default:g})",
     )
+
+
+def bounded(kind: type[float], minimum: float, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` that is at least ``minimum`` (or ``above`` it)."""
+
+    def parse(text: str) -> float:
+        value = kind(text)  # a ValueError: argparse says "invalid int value: 'x'"
+        if value < minimum or (above and value == minimum):
+            raise argparse.ArgumentTypeError(
+                f"must be {'more than' if above else 'at least'} {minimum:g}, not {text}"
+            )
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse

@@ -298,3 +298,63 @@ def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(home, monkeypatch, capsy
     )
     with pytest.raises(BrokenPipeError):
         main(["tasks", "--home", str(home)])
+
+
+def test_output_the_system_refuses_is_one_line_and_exit_1(home, env):
+    """A full disk (/dev/full) under `smarthole conversations > file`: the reason, no traceback."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "smarthole", "conversations", "--home", str(home)],
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert one_line(result.stderr) == "smarthole: [Errno 28] No space left on device"
+
+
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_an_os_error_is_one_line_unless_verbose(home, monkeypatch, capsys, verbose):
+    def refused(args):
+        raise PermissionError(13, "Permission denied", str(home / "inbox"))
+
+    import smarthole.cli as cli
+
+    namespace = argparse.Namespace(command="tasks", verbose=verbose, handler=refused)
+    monkeypatch.setattr(cli, "parse", lambda argv: namespace)
+    if verbose:
+        with pytest.raises(PermissionError):  # -v: the traceback, to see where
+            main(["tasks"])
+        return
+    assert main(["tasks"]) == 1
+    inbox = home / "inbox"
+    assert capsys.readouterr().err == f"smarthole: [Errno 13] Permission denied: '{inbox}'\n"
+
+
+# -- numbers on the command line: a count or a time that cannot mean anything ----------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["conversations", "--limit", "0"], "argument --limit: must be at least 1, not 0"),
+        (["events", "--limit", "-1"], "argument --limit: must be at least 0, not -1"),
+        (["events", "--limit", "ten"], "argument --limit: invalid int value: 'ten'"),
+        (["send", "--wait", "--timeout", "-5", "hi"], "argument --timeout: must be more than 0"),
+        (["chat", "--timeout", "0"], "argument --timeout: must be more than 0, not 0"),
+        (["status", "--max-queue-age", "-1"], "argument --max-queue-age: must be at least 0"),
+    ],
+)
+def test_a_number_out_of_range_is_a_usage_error(home, capsys, args, message):
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--home", str(home)])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_numbers_in_range_are_taken(home, capsys):
+    assert main(["events", "--limit", "0", "--home", str(home)]) == 0
+    assert main(["conversations", "--limit", "1", "--home", str(home)]) == 0
+    assert capsys.readouterr().out == "No conversations yet.\n"
