@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats import iso, parse_time
+from ..fsutil import stored_path
 from .records import Message, like_prefix
 from .store import Store
 
@@ -71,14 +72,14 @@ class LedgerEntry:
             status=row["status"],
             attempts=row["attempts"],
             generation=row["generation"],
-            claimed_path=Path(row["claimed_path"]) if row["claimed_path"] else None,
+            claimed_path=stored_path(row["claimed_path"]) if row["claimed_path"] else None,
             conversation_id=row["conversation_id"],
             turn=row["turn"],
             next_attempt_at=parse_time(row["next_attempt_at"]) if row["next_attempt_at"] else None,
             last_error=row["last_error"],
             received_at=parse_time(row["received_at"]),
             updated_at=parse_time(row["updated_at"]),
-            failed_path=Path(row["failed_path"]) if row["failed_path"] else None,
+            failed_path=stored_path(row["failed_path"]) if row["failed_path"] else None,
         )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 
 from ..formats import FRONT_MATTER_FENCE, dumps_toml, iso, parse_time
+from ..fsutil import child
 from .records import from_row
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class OutboxRecord:
             row,
             conversation=row["conversation_id"],
             waiting_for_reply=bool(row["waiting_for_reply"]),
-            path=self.folder / row["file_name"],
+            path=child(self.folder, row["file_name"]),
             times=("created_at",),
         )
 
@@ -138,7 +139,7 @@ class OutboxRecord:
             kind=item["kind"],
             waiting_for_reply=bool(item.get("waiting_for_reply", False)),
             text=item["text"],
-            path=self.folder / file_name(created_at, item_id),
+            path=child(self.folder, file_name(created_at, item_id)),
             created_at=created_at,
         )
 

@@ -29,6 +29,7 @@ from ..formats import display_name, iso
 from ..fsutil import (
     NAME_MAX,
     atomic_write,
+    child,
     fit_name,
     fsync_dir,
     make_private,
@@ -152,9 +153,9 @@ class Inbox:
 
     def _take(self, name: str, mtime_ns: int | None) -> Path | None:
         """The claim itself: ``inbox/name`` renamed into the claimed folder."""
-        target = self.home.claimed / claimed_name(name)
+        target = child(self.home.claimed, claimed_name(name))
         try:
-            os.rename(self.home.inbox / name, target)
+            os.rename(child(self.home.inbox, name), target)
         except FileNotFoundError:
             return None  # taken away by its writer, or by a concurrent claim
         except OSError as exc:  # e.g. inbox/ on another filesystem: it stays for a later scan

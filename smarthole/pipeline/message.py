@@ -13,7 +13,6 @@ import json
 import math
 import re
 from datetime import UTC, date, datetime, time
-from pathlib import PurePath
 from typing import Any
 
 from ..db.records import Message
@@ -70,7 +69,8 @@ def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:
 
 
 def _parse(name: str, data: bytes, modified: datetime) -> Message:
-    suffix = PurePath(name).suffix.lower()
+    dot = name.rfind(".")  # PurePath(name).suffix, without interning the name (fsutil.child)
+    suffix = name[dot:].lower() if 0 < dot < len(name) - 1 else ""
     if suffix not in SUFFIXES:
         raise MessageError(f"unsupported file type {suffix or '(none)'!r}; use .md, .txt or .json")
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..fsutil import open_for_writing
+from ..fsutil import child, open_for_writing
 
 if TYPE_CHECKING:
     from ..config import InboxSettings
@@ -118,7 +118,7 @@ class InboxFolder:
 
     def _ready(self, name: str, mtime_ns: int) -> bool:
         """Whether the writer of ``inbox/name`` is done with it."""
-        busy = open_for_writing(self.folder / name)
+        busy = open_for_writing(child(self.folder, name))
         if busy is not None:
             return not busy  # still open: its close is an inotify event that wakes the daemon
         return not self._settling(mtime_ns)

@@ -9,6 +9,9 @@ import sys
 import pytest
 
 from smarthole.daemon.memory import fix_malloc_thresholds
+from smarthole.fsutil import child, stored_path
+from smarthole.testing import text
+from tests.helpers import drop, finals, run_once
 
 
 def glibc() -> bool:
@@ -49,3 +52,25 @@ print(release_free_memory(), held - rss())
     released, mib = done.stdout.split()
     assert released == "True"
     assert int(mib) >= 20, f"only {mib} MiB of about 31 MiB of holes went back"
+
+
+def test_a_message_s_file_names_are_never_interned(home, fake, env, monkeypatch):
+    """pathlib interns each component it parses, and on Python 3.12.0-3.12.6 an interned
+    string is never freed: every file name made for one message (inbox, claimed, outbox, the
+    outbox's temp file) would stay in memory for good. None may reach ``sys.intern``."""
+    fake.default = text("ok")
+    interned: list[str] = []
+    real_intern = sys.intern
+
+    def recording(name: str) -> str:
+        interned.append(name)
+        return real_intern(name)
+
+    drop(home, "hello", "unique-message-id")  # as a writer does: not the daemon's doing
+    monkeypatch.setattr(sys, "intern", recording)
+    run_once(home, env)
+    [reply] = finals(home)
+    per_message = [n for n in interned if "unique-message-id" in n or reply.path.stem in n]
+    assert per_message == []
+    assert stored_path(str(reply.path)) == reply.path
+    assert child(reply.path.parent, reply.path.name) == reply.path
