@@ -354,13 +354,12 @@ def number_option(
     metavar: str,
     help: str,
     *,
-    minimum: float = 0,
     above: bool = False,
 ) -> None:
     """A numeric option whose help ends with its default; an int default takes ints only."""
     parser.add_argument(
         flag,
-        type=bounded(type(default), minimum, above=above),
+        type=bounded(type(default), 0, above=above),
         default=default,
         metavar=metavar,
         help=f"{help} (default {default:g})",

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..config import write_default_config
+from ..config import set_up_home
 from ..errors import ConfigError, MessageError, UsageError
 from ..home import Home
 
@@ -72,10 +72,8 @@ def init(args: argparse.Namespace) -> int:
     if home.root.exists() and not home.root.is_dir():
         raise ConfigError(f"cannot use {home.root} as a home: it is a file, not a folder")
     try:
-        home.ensure()
-        (home.root / "plugins").mkdir(exist_ok=True)
         existed = home.config_file.exists()
-        created = write_default_config(home, plugin_paths=["plugins"], force=args.force)
+        created = set_up_home(home, force=args.force)
     except OSError as exc:
         raise ConfigError(f"cannot create a home at {home.root}: {exc.strerror or exc}") from exc
     if created and existed:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
-from ..config import write_default_config
+from ..config import set_up_home
 from ..daemon import Daemon
 from ..errors import UsageError
 from ..formats import dumps_toml
@@ -49,11 +49,11 @@ def scripted_model(request: RecordedRequest) -> Reply:
 def run_demo(out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0) -> int:
     """Run the scripted exchange in a throwaway home, or in ``keep_in`` (new or empty)."""
     with _demo_home(keep_in) as home:
-        home.ensure()
         if keep_in is None:
+            home.ensure()
             home.config_file.write_text(dumps_toml({"inbox": {"rescan_seconds": 0.5}}))
-        else:  # a home to keep: the config `smarthole init` writes, nothing only for the demo
-            write_default_config(home)
+        else:  # a home to keep: as `smarthole init` makes it, nothing only for the demo
+            set_up_home(home)
         with FakeMessagesAPI() as fake:
             fake.default = scripted_model
             env = {"ANTHROPIC_API_KEY": "demo", "ANTHROPIC_BASE_URL": fake.url}

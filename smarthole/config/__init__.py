@@ -11,6 +11,7 @@ from .loading import (
     default_config_data,
     load_config,
     parse_config,
+    set_up_home,
     write_default_config,
 )
 from .settings import (
@@ -48,5 +49,6 @@ __all__ = [
     "default_config_data",
     "load_config",
     "parse_config",
+    "set_up_home",
     "write_default_config",
 ]

@@ -93,6 +93,14 @@ def example_config_text(plugin_paths: list[str] | None = None) -> str:
     return dumps_toml(defaults)
 
 
+def set_up_home(home: Home, *, force: bool = False) -> bool:
+    """The folders and commented config.toml of a new home (``init``, a kept demo); returns
+    whether the config was written (an existing one stays unless ``force``)."""
+    home.ensure()
+    (home.root / "plugins").mkdir(exist_ok=True)
+    return write_default_config(home, plugin_paths=["plugins"], force=force)
+
+
 def write_default_config(
     home: Home, *, plugin_paths: list[str] | None = None, force: bool = False
 ) -> bool:

@@ -520,7 +520,8 @@ def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path):
     [conversation] = json.loads(listed.stdout)
     assert conversation["turns"] == 2
     assert (kept / "workspace" / "Lists" / "Groceries.md").read_text() == "- milk\n"
-    assert (kept / "config.toml").read_text() == example_config_text()  # as `init` writes it
+    assert (kept / "config.toml").read_text() == example_config_text(["plugins"])  # as init's
+    assert (kept / "plugins").is_dir()
 
 
 @pytest.mark.parametrize("what", ["a home", "a file"])
