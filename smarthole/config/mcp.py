@@ -17,9 +17,9 @@ from typing import Any
 
 from ..errors import ConfigError
 
-SERVER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 VARIABLE = re.compile(r"\$\{([^}]*)\}")
-VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_START_TIMEOUT_SECONDS = 20.0
 # The environment a stdio server starts with, before its own ``env``: enough to find programs
@@ -165,7 +165,7 @@ def parse_mcp(table: dict[str, Any], errors: list[str]) -> McpSettings:
 
 def _parse_server(name: str, table: Any, errors: list[str]) -> McpServerSettings | None:
     where = f"[mcp.servers.{name}]"
-    if not SERVER_NAME.match(name):
+    if not SERVER_NAME.fullmatch(name):
         errors.append(f"{where} bad server name {name!r}: it must match {SERVER_NAME.pattern}")
         return None
     if not isinstance(table, dict):
@@ -192,7 +192,7 @@ def _parse_server(name: str, table: Any, errors: list[str]) -> McpServerSettings
     for key, value in table.items():
         for text in _texts(value):
             for variable in VARIABLE.findall(text):
-                if not VARIABLE_NAME.match(variable):
+                if not VARIABLE_NAME.fullmatch(variable):
                     errors.append(f"{where} {key}: ${{{variable}}} is not a variable name")
     if len(errors) > before:
         return None

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..home import Home
 from .fields import build_settings, setting
 
-AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 NAME_RULE = "a lowercase letter, then up to 31 lowercase letters, digits, - or _"
 # The human-facing tools are the entry agent's alone: a team agent never messages the person,
 # ends their conversation, or starts a task of its own.
@@ -59,7 +59,7 @@ def parse_agents(table: dict[str, Any], errors: list[str]) -> dict[str, TeamAgen
     agents: dict[str, TeamAgentSettings] = {}
     for name, value in table.items():
         where = f"[agents.{name}]"
-        if not AGENT_NAME.match(name):
+        if not AGENT_NAME.fullmatch(name):
             errors.append(f"{where} the name must be {NAME_RULE}")
             continue
         if not isinstance(value, dict):
@@ -78,7 +78,7 @@ def parse_agents(table: dict[str, Any], errors: list[str]) -> dict[str, TeamAgen
 
 
 def check_entry_name(entry: str, agents: Collection[str], errors: list[str]) -> None:
-    if not AGENT_NAME.match(entry):
+    if not AGENT_NAME.fullmatch(entry):
         errors.append(f"[agent] name must be {NAME_RULE} (got {entry!r})")
     if entry in agents:
         errors.append(f"[agents.{entry}] has the entry agent's name ([agent] name)")

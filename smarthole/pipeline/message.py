@@ -41,7 +41,7 @@ KEYS = {
 JSON_KEYS = KEYS | {"text"}
 DEFAULT_CHANNEL = "default"
 MAX_ID_LENGTH = 200
-CHANNEL_PATTERN = re.compile(r"^[\w.@+-]{1,64}$")
+CHANNEL_PATTERN = re.compile(r"[\w.@+-]{1,64}")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 MAX_METADATA_DEPTH = 32
 
@@ -150,7 +150,9 @@ def _build(
     if message_id is not None:
         _check_text_field("id", message_id, MAX_ID_LENGTH)
     channel = fields.get("channel")
-    if channel is not None and (not isinstance(channel, str) or not CHANNEL_PATTERN.match(channel)):
+    if channel is not None and (
+        not isinstance(channel, str) or not CHANNEL_PATTERN.fullmatch(channel)
+    ):
         raise MessageError(f"channel {channel!r} must be 1-64 letters, digits or . _ @ + -")
     conversation = fields.get("conversation")
     if conversation is not None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 class TurnControl(Protocol):
@@ -323,7 +323,7 @@ def build_tool(
     import pydantic
 
     tool_name = str(name or getattr(function, "__name__", ""))
-    if not TOOL_NAME.match(tool_name):
+    if not TOOL_NAME.fullmatch(tool_name):
         raise PluginError(
             f"plugin {plugin!r}: tool name {tool_name!r} must match {TOOL_NAME.pattern}"
         )
