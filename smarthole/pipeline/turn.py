@@ -125,14 +125,7 @@ class TurnRun:
         self.events.emit("tool_called", **self._where, tool=block["name"], tool_use_id=block["id"])
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        content = [
-            {
-                "type": "tool_result",
-                "tool_use_id": block["id"],
-                "content": result.content(),
-                "is_error": result.is_error,
-            }
-        ]
+        content = [result.block(block["id"])]
         with self.store.transaction() as db:
             self._append("tool_result", content, tool_use_id=block["id"], db=db)
             self.events.emit(

@@ -105,14 +105,7 @@ class AgentTurnSession:
         self.tasks.record_tool_start(block["id"], self.task.id, self.index, block["name"])
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        content = [
-            {
-                "type": "tool_result",
-                "tool_use_id": block["id"],
-                "content": result.text,
-                "is_error": result.is_error,
-            }
-        ]
+        content = [result.block(block["id"])]
         self.tasks.append_message(
             self.task.id, self.index, "user", "tool_result", content, tool_use_id=block["id"]
         )

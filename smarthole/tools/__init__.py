@@ -75,6 +75,16 @@ class ToolResult:
         """The ``content`` of the tool_result block."""
         return [dict(b) for b in self.blocks] if self.blocks else self.text
 
+    def block(self, tool_use_id: str) -> dict[str, Any]:
+        """The whole ``tool_result`` block answering ``tool_use_id``, as stored and sent: every
+        agent's turn stores this, so blocks survive a crash and its replay."""
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": self.content(),
+            "is_error": self.is_error,
+        }
+
 
 @dataclass(kw_only=True)
 class Tool:
@@ -167,7 +177,9 @@ class FunctionTool(Tool):
         if not isinstance(arguments, dict):
             return ToolResult(f"Error: arguments for {self.name} must be an object", True)
         try:
-            validated = self._arguments.model_validate(arguments)
+            # As JSON, which is what the model wrote: strict mode then takes an object for a
+            # nested type, and still refuses "7" or true for an integer.
+            validated = self._arguments.model_validate_json(json.dumps(arguments))
         except pydantic.ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
@@ -188,6 +200,8 @@ class FunctionTool(Tool):
             return ToolResult(
                 f"Error executing tool {self.name}: {type(exc).__name__}: {exc}", True
             )
+        if isinstance(value, ToolResult):
+            return value  # blocks (an image, say) reach the model as they are
         return ToolResult(_as_text(value))
 
 
@@ -361,7 +375,11 @@ def build_tool(
     try:
         arguments = pydantic.create_model(
             f"{tool_name}_arguments",
-            __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            # strict: an integer argument takes an integer, not "7" or true (which lax mode
+            # would turn into 7 and 1 behind the model's back); the model reads the error.
+            __config__=pydantic.ConfigDict(
+                extra="forbid", arbitrary_types_allowed=False, strict=True
+            ),
             **fields,
         )
         arguments.model_json_schema()

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import time
 
-from smarthole import hookimpl
+from smarthole import ToolResult, hookimpl
 from smarthole.errors import ToolError
 from smarthole.tools import ToolContext
+
+# A 1x1 transparent PNG: what a tool that returns a picture returns.
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
+    "hwGA60e6kgAAAABJRU5ErkJggg=="
+)
 
 
 def _log(context: ToolContext, line: str) -> None:
@@ -73,6 +79,18 @@ def crash(reason: str) -> str:
     raise RuntimeError(reason)
 
 
+def snapshot(label: str) -> ToolResult:
+    """Take a picture (idempotent): an image block and a line of text.
+
+    :param label: Said in the text beside the picture.
+    """
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PIXEL},
+    }
+    return ToolResult(f"a picture of {label}", blocks=({"type": "text", "text": label}, image))
+
+
 @hookimpl
 def register_tools(register):
     register(record)
@@ -80,3 +98,4 @@ def register_tools(register):
     register(slow_lookup, idempotent=True)
     register(explode, idempotent=True)
     register(crash, idempotent=True)
+    register(snapshot, idempotent=True)
