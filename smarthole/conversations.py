@@ -17,6 +17,7 @@ from .db.pending import PendingQuestions
 from .db.records import Conversation, StoredMessage, unique_match
 from .db.store import Store
 from .errors import UsageError
+from .formats import has_control_characters, visible
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 CONTEXT_ROLES = ("human", "entry_agent")
@@ -125,6 +126,10 @@ class Conversations:
 
     def rename(self, wanted: str, title: str) -> Conversation:
         conversation = self.get(wanted)
+        if has_control_characters(title):
+            raise UsageError(
+                f'the title "{visible(title)}" holds a control character; titles are plain text'
+            )
         title = " ".join(title.split())
         if not title:
             raise UsageError("the new title is empty")

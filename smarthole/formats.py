@@ -1,4 +1,4 @@
-"""The formats every layer shares: TOML, times, ids and names.
+"""The formats every layer shares: TOML, times, ids, names, and text from outside made safe.
 
 Times are timezone-aware UTC ``datetime`` values inside, and fixed-width ISO strings in the
 database and in files (fixed width keeps SQLite's text ordering right); the two busiest tables
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import tomllib
 from collections.abc import Callable
@@ -104,3 +105,40 @@ def derive_id(name: str, data: bytes, modified: datetime) -> str:
 def display_name(name: str) -> str:
     """A file name as text that can be stored and shown: undecodable bytes become U+FFFD."""
     return os.fsencode(name).decode("utf-8", errors="replace")
+
+
+# -- Text from outside -------------------------------------------------------------------------
+
+# C0 controls, DEL and C1 controls: what a terminal may act on instead of showing (ESC starts a
+# sequence that can set the window title, clear the screen or write the clipboard; 0x9b is a
+# one-character CSI on terminals that honour C1).
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control_characters(text: str) -> bool:
+    return CONTROL_CHARACTERS.search(text) is not None
+
+
+def visible(text: str, *, keep: str = "") -> str:
+    """``text`` with its control characters shown, not sent: C0 and DEL in caret notation
+    (ESC as ``^[``, NUL as ``^@``, DEL as ``^?``, as ``cat -v`` shows them), C1 as ``\\x9b``.
+    Characters in ``keep`` (say ``"\\n\\t"`` for a body of text) stay as they are."""
+    if not CONTROL_CHARACTERS.search(text):
+        return text  # the common case, without building anything
+    return CONTROL_CHARACTERS.sub(lambda m: _shown(m.group(), keep), text)
+
+
+def _shown(char: str, keep: str) -> str:
+    if char in keep:
+        return char
+    code = ord(char)
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    if code == 0x7F:
+        return "^?"
+    return f"\\x{code:02x}"
+
+
+def without_control_characters(text: str) -> str:
+    """``text`` with each control character (newlines too) turned into a space."""
+    return CONTROL_CHARACTERS.sub(" ", text)

@@ -10,6 +10,7 @@ from typing import Any
 from ..config import AgentSettings
 from ..db.pending import PendingQuestion
 from ..db.records import Conversation, StoredMessage
+from ..formats import without_control_characters
 
 UNTITLED = "Untitled conversation"
 UNTITLED_INTERRUPTED = "Untitled (interrupted)"
@@ -137,7 +138,9 @@ SUMMARY_REQUEST = (
 def clean_title(answer: str) -> str | None:
     """The first line of the model's answer as a title of at most 8 words, or None."""
     for line in answer.strip().splitlines():
-        line = line.strip().strip("#*").strip()
+        # The model read whatever was dropped into the inbox: a title is shown in terminals
+        # and pages, so it keeps no control character (an escape sequence, say).
+        line = without_control_characters(line).strip().strip("#*").strip()
         if line.lower().startswith("title:"):
             line = line[len("title:") :].strip()
         line = line.strip("\"'`\u201c\u201d\u2018\u2019 ").rstrip(".")
@@ -147,7 +150,7 @@ def clean_title(answer: str) -> str | None:
 
 
 def clean_summary(answer: str) -> str | None:
-    text = answer.strip()
+    text = "\n".join(without_control_characters(line) for line in answer.splitlines()).strip()
     if text.lower().startswith("summary:"):
         text = text[len("summary:") :].strip()
     return text or None

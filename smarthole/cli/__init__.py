@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import stat
@@ -31,6 +30,7 @@ from ..errors import (
     SmartholeError,
     UsageError,
 )
+from .output import body, visible_stdout
 
 logger = logging.getLogger("smarthole")
 
@@ -46,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     configure_logging(args)
     try:
-        result: int = args.handler(args)
-        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
+        with visible_stdout():  # stored text may hold escape sequences: shown, never sent
+            result: int = args.handler(args)
+            sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         return result
     except BrokenPipeError:
         if not _output_is_a_pipe():
@@ -62,19 +63,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(file=sys.stderr)
         return 130
     except LookupFailed as exc:
-        print(f"smarthole: {exc}", file=sys.stderr)
+        say(exc)
         return 1
     except USAGE_ERRORS as exc:
-        print(f"smarthole: {exc}", file=sys.stderr)
+        say(exc)
         return 2
     except SmartholeError as exc:
-        print(f"smarthole: {exc}", file=sys.stderr)
+        say(exc)
         return 1
     except OSError as exc:  # the system refused (a full disk, a folder we may not read): say so
         if getattr(args, "verbose", 0):
             raise  # -v: the traceback, to see where
-        print(f"smarthole: {exc}", file=sys.stderr)
+        say(exc)
         return 1
+
+
+def say(problem: BaseException) -> None:
+    """The one line (or lines, for a config with several faults) a failure prints."""
+    print(f"smarthole: {body(str(problem))}", file=sys.stderr)
 
 
 def _output_is_a_pipe() -> bool:
@@ -341,10 +347,6 @@ def service_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--no-start", action="store_true", help="write the files; run nothing")
     action("uninstall", "stop, disable and remove the service")
     action("status", "the service manager's view, then `smarthole status`")
-
-
-def print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def number_option(

@@ -41,6 +41,7 @@ def chat(args: argparse.Namespace) -> int:
 
 def resume(args: argparse.Namespace) -> int:
     from ..conversations import Conversations
+    from .output import one_line
     from .render import conversation_list
 
     with opened(args) as (home, store):
@@ -59,7 +60,7 @@ def resume(args: argparse.Namespace) -> int:
                 return 0
             chosen = views[picked - 1].conversation
         chosen = conversations.reopen(chosen)
-        print(f'Resuming "{chosen.title or "Untitled conversation"}" ({chosen.id}).')
+        print(f'Resuming "{one_line(chosen.title or "Untitled conversation")}" ({chosen.id}).')
         return _chat(home, store, chosen.channel, chosen.id, timeout=600.0)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import set_up_home
 from ..errors import ConfigError, MessageError, UsageError
 from ..home import Home
+from .output import dumps, one_line, print_json
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -58,10 +58,6 @@ def _now() -> Any:
     from ..formats import utc_now
 
     return utc_now()
-
-
-def print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 # -- init / run / send / demo -----------------------------------------------------------------
@@ -252,7 +248,7 @@ def rename(args: argparse.Namespace) -> int:
 
     with opened(args) as (_, store):
         conversation = Conversations(store).rename(args.id, " ".join(args.title))
-    print(f'Renamed {conversation.id} to "{conversation.title}".')
+    print(f'Renamed {conversation.id} to "{one_line(conversation.title)}".')
     return 0
 
 
@@ -266,7 +262,7 @@ def new(args: argparse.Namespace) -> int:
             return 0
         _summarise_now(home, store)
         ended = store.conversation(ended.id) or ended
-    title = ended.title or "Untitled conversation"
+    title = one_line(ended.title or "Untitled conversation")
     print(
         f'Ended "{title}" ({ended.id}). The next message on channel {args.channel} starts '
         "a new conversation."
@@ -307,8 +303,8 @@ def prune(args: argparse.Namespace) -> int:
     for conversation in victims:
         ended = conversation.ended_at.date() if conversation.ended_at else "?"
         print(
-            f"  {conversation.id} [{conversation.channel}] "
-            f"{conversation.title or 'Untitled conversation'} (ended {ended})"
+            f"  {conversation.id} [{one_line(conversation.channel)}] "
+            f"{one_line(conversation.title or 'Untitled conversation')} (ended {ended})"
         )
     return 0
 
@@ -350,7 +346,7 @@ def _print_events(batch: list[Event], last_id: int, *, as_json: bool) -> int:
     from .render import event_line
 
     for event in batch:
-        line = json.dumps(event.as_dict(), ensure_ascii=False) if as_json else event_line(event)
+        line = dumps(event.as_dict(), indent=None) if as_json else event_line(event)
         print(line, flush=True)
         last_id = max(last_id, event.id or 0)
     return last_id

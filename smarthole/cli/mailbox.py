@@ -20,6 +20,7 @@ from ..db.store import Store
 from ..errors import DaemonError
 from ..home import Home, holder
 from ..pipeline.inbox import drop_message
+from .output import body
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class ChatSession:
             label = {"question": "smarthole asks", "error": "smarthole (error)"}.get(
                 item.kind, "smarthole"
             )
-            self.out.write(f"{label}: {item.text}\n\n")
+            self.out.write(f"{label}: {body(item.text)}\n\n")
             self.out.flush()
             final = item if item.final else final
         if final is None and not self.stop.is_set():

@@ -13,7 +13,8 @@ import sys
 from typing import Any
 
 from ..errors import LookupFailed, UsageError
-from .commands import _home, print_json
+from .commands import _home
+from .output import print_json
 from .render import server_lines
 
 

@@ -10,6 +10,7 @@ from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
 from .health import health_lines
+from .output import body, one_line
 
 
 def relative_time(then: datetime, now: datetime) -> str:
@@ -43,7 +44,8 @@ def conversation_line(number: int, view: ConversationView, now: datetime) -> str
         status = f"deferred until {view.deferred_until.astimezone():%H:%M}"
     turns = f"{c.turns} turn{'s' if c.turns != 1 else ''}"
     return (
-        f"{number}. [{c.channel}] {view.title} ({relative_time(c.updated_at, now)})"
+        f"{number}. [{one_line(c.channel)}] {one_line(view.title)}"
+        f" ({relative_time(c.updated_at, now)})"
         f" · {status} · {turns} · {c.id}"
     )
 
@@ -60,14 +62,15 @@ def transcript(
 ) -> str:
     """Turns with times, the user's and the agent's words, questions, tools used, errors."""
     lines = [
-        f"{conversation.title or 'Untitled conversation'}",
+        one_line(conversation.title or "Untitled conversation"),
         f"conversation {conversation.id} · channel {conversation.channel} · "
         f"started {local(conversation.created_at)}",
     ]
     if conversation.ended_at:
-        lines.append(f"ended {local(conversation.ended_at)} ({conversation.end_reason or 'ended'})")
+        reason = one_line(conversation.end_reason or "ended")
+        lines.append(f"ended {local(conversation.ended_at)} ({reason})")
     if conversation.summary:
-        lines.append(f"summary: {conversation.summary}")
+        lines.append(f"summary: {one_line(conversation.summary)}")
     by_turn: dict[int, list[StoredMessage]] = {}
     for message in messages:
         by_turn.setdefault(message.turn, []).append(message)
@@ -79,7 +82,7 @@ def transcript(
         lines += ["", f"── turn {turn.number} · {local(turn.started_at)} · {turn.status}"]
         lines += _turn_lines(by_turn.get(turn.number, []), replies.get(turn.number, []))
         if turn.note:
-            lines.append(f"   note: {turn.note}")
+            lines.append(f"   note: {one_line(turn.note)}")
     return "\n".join(lines)
 
 
@@ -98,15 +101,15 @@ def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list
         elif message.kind == "error":
             lines.append(_said("error", message.text))
     if tools:
-        lines.append(f"   tools: {', '.join(dict.fromkeys(tools))}")
+        lines.append(f"   tools: {', '.join(one_line(t) for t in dict.fromkeys(tools))}")
     for item in finals:
         lines.append(_said("agent" if item.kind == "response" else "error reply", item.text))
     return lines
 
 
 def _said(who: str, text: str) -> str:
-    body = text.strip().replace("\n", "\n" + " " * (len(who) + 5))
-    return f"   {who}: {body}"
+    said = body(text.strip()).replace("\n", "\n" + " " * (len(who) + 5))
+    return f"   {who}: {said}"
 
 
 def export_markdown(data: dict[str, Any]) -> str:
@@ -127,19 +130,21 @@ def export_markdown(data: dict[str, Any]) -> str:
 
 
 def event_line(event: Event) -> str:
-    parts = [f"{event.at.astimezone():%Y-%m-%d %H:%M:%S}", event.type]
+    parts = [f"{event.at.astimezone():%Y-%m-%d %H:%M:%S}", one_line(event.type)]
     if event.conversation:
         parts.append(f"conv={event.conversation[:8]}")
     if event.turn is not None:
         parts.append(f"turn={event.turn}")
     if event.message_id:
-        parts.append(f"msg={event.message_id[:12]}")
-    details = ", ".join(f"{k}={_short(v)}" for k, v in event.data.items() if v not in (None, ""))
+        parts.append(f"msg={one_line(event.message_id[:12])}")
+    details = ", ".join(
+        f"{one_line(k)}={_short(v)}" for k, v in event.data.items() if v not in (None, "")
+    )
     return " ".join(parts) + (f"  {details}" if details else "")
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = str(value).replace("\n", " ")
+    text = one_line(str(value).replace("\n", " "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -188,7 +193,7 @@ def _desktop_line(bridge: dict[str, Any]) -> str:
     """``desktop bridge: connected to ws://... as smarthole · 2 notifications waiting``."""
     line = f"desktop bridge: {bridge['state']}"
     if bridge["state"] != "disabled":
-        line += f" ({bridge['url']} as {bridge['name']})"
+        line += f" ({one_line(bridge['url'])} as {one_line(bridge['name'])})"
     if bridge["last_error"] and bridge["state"] != "connected":
         line += f" · last error: {_short(bridge['last_error'], 80)}"
     waiting = bridge["notifications_waiting"]
@@ -199,15 +204,17 @@ def _desktop_line(bridge: dict[str, Any]) -> str:
 
 def _status_item(key: str, item: dict[str, Any]) -> str:
     if key == "waiting":
-        return f"{item['conversation']} [{item['channel']}] asked: {_short(item['question'])}"
+        where = f"{item['conversation']} [{one_line(item['channel'])}]"
+        return f"{where} asked: {_short(item['question'])}"
     if key == "stranded":
         return (
-            f"{item['source_name']} attempts={item['attempts']} next={item['next_attempt_at']} "
+            f"{_short(item['source_name'], 200)} attempts={item['attempts']} "
+            f"next={item['next_attempt_at']} "
             f"last error: {_short(item['last_error'], 70)}"
         )
     if key == "failed":
-        return f"{item.get('id') or item['file']} — {_short(item['error'] or '', 80)}"
-    text = f"{item['id']} [{item['channel']}] attempts={item['attempts']}"
+        return f"{_short(item.get('id') or item['file'], 200)} — {_short(item['error'] or '', 80)}"
+    text = f"{one_line(item['id'])} [{one_line(item['channel'])}] attempts={item['attempts']}"
     if key == "deferred":
         text += f" next={item['next_attempt_at']} last error: {_short(item['last_error'], 70)}"
     return text
@@ -227,16 +234,17 @@ def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
     """Each server, its transport and state, and (with ``tools``) its tools."""
     lines = []
     for view in views:
-        state = view["state"] + (f": {view['reason']}" if view.get("reason") else "")
+        state = view["state"] + (f": {one_line(view['reason'])}" if view.get("reason") else "")
         if view.get("retry_at") and view["state"] == "failed":
             state += f" (next try {view['retry_at']})"
-        lines.append(f"{view['name']}  {view['transport']}: {view['target']}")
+        lines.append(f"{view['name']}  {view['transport']}: {one_line(view['target'])}")
         lines.append(f"  state: {state}")
-        lines += [f"  stderr: {line}" for line in view.get("stderr") or []]
+        lines += [f"  stderr: {one_line(line)}" for line in view.get("stderr") or []]
         if tools:
             for tool in view.get("tools") or []:
-                lines.append(f"  tool {tool['name']} [{_hints(tool)}]: {tool['description']}")
-            lines += [f"  refused: {name}" for name in view.get("refused") or []]
+                summary = _short(tool["description"], 200)
+                lines.append(f"  tool {one_line(tool['name'])} [{_hints(tool)}]: {summary}")
+            lines += [f"  refused: {one_line(name)}" for name in view.get("refused") or []]
     return lines
 
 

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from ..errors import LookupFailed
-from .commands import opened, print_json
+from .commands import opened
+from .output import one_line, print_json
 
 
 def agents(args: argparse.Namespace) -> int:
@@ -90,12 +91,13 @@ def show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"Task {task.id}: {task.status}" + (f" ({task.note})" if task.note else ""))
+    print(f"Task {task.id}: {task.status}" + (f" ({one_line(task.note)})" if task.note else ""))
     print(f"Conversation {task.conversation_id}, turn {task.turn}")
     print(f"Agents: {', '.join(task.agents)}; turns {len(turns)} of at most {task.max_turns}")
     print(f"\n{task.task.strip()}\n")
     for turn in turns:
-        tools = f" (tools: {', '.join(turn.tool_calls)})" if turn.tool_calls else ""
+        names = ", ".join(one_line(name) for name in turn.tool_calls)
+        tools = f" (tools: {names})" if turn.tool_calls else ""
         print(f"--- turn {turn.index + 1}: {turn.agent}{tools}")
         print(turn.text.strip() + "\n")
     if task.result and task.finished:
@@ -121,4 +123,5 @@ def abort(args: argparse.Namespace) -> int:
 
 
 def _short(text: str, limit: int = 60) -> str:
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from .commands import opened, print_json
+from .commands import opened
+from .output import print_json
 
 
 def export(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def export(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(data)
     elif args.format == "context":
-        print(json.dumps(context_of(data), indent=2, ensure_ascii=False))
+        print_json(context_of(data))
     else:
         print(export_markdown(data))
     return 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING, Any
 
+from .output import one_line, print_json
+
 if TYPE_CHECKING:
     from ..db.records import Conversation
     from ..db.store import Store
@@ -27,7 +29,6 @@ def show_usage(store: Store, wanted: str, *, as_json: bool) -> int:
     """Print a conversation's usage (``wanted``: an id or a unique prefix)."""
     from ..conversations import Conversations
     from ..db.usage import UsageLog
-    from . import print_json
 
     conversation = Conversations(store).get(wanted)
     report = conversation_usage(conversation, UsageLog(store).for_conversation(conversation.id))
@@ -58,7 +59,7 @@ def conversation_usage(conversation: Conversation, groups: list[UsageGroup]) -> 
 
 def usage_text(report: dict[str, Any]) -> str:
     """An aligned table: one line per turn, then titles, summaries and the total."""
-    title = report["title"] or "Untitled conversation"
+    title = one_line(report["title"] or "Untitled conversation")
     head = f'Usage of "{title}" ({report["conversation"]})'
     if not report["total"]["requests"]:
         return f"{head}\nNo model usage recorded."
