@@ -30,6 +30,7 @@ from .units import (
     ServiceTarget,
     env_file_text,
     launchd_target,
+    service_env,
     systemd_target,
 )
 
@@ -122,7 +123,7 @@ def run_command(command: list[str], env: Mapping[str, str], *, check: bool = Tru
 def plan_install(home: Home, name: str | None, env: Mapping[str, str]) -> Plan:
     target = target_for(name, home, env=env)
     secrets = {key: env[key] for key in SECRET_ENV if env.get(key, "").strip()}
-    return Plan(target=target, env_file=home.state / "service.env", secrets=secrets)
+    return Plan(target=target, env_file=service_env(home), secrets=secrets)
 
 
 def install(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
@@ -191,7 +192,12 @@ def uninstall(args: argparse.Namespace, env: Mapping[str, str] | None = None) ->
     env = os.environ if env is None else env
     target = installed(args, env)
     check_manager(target, env)
-    env_file = target.env_file()
+    env_file = target.env_file()  # None when the unit is not as install wrote it
+    if env_file is None:
+        print(
+            f"Note: {target.unit_path} is not as `smarthole service install` writes it; "
+            "any service.env it reads is left in place"
+        )
     for command in target.stop_commands:
         run_command(command, env, check=False)  # already stopped or disabled is fine
         print(f"Ran {shlex.join(command)}")

@@ -10,12 +10,14 @@ import os
 import plistlib
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from smarthole.cli import main
 from smarthole.cli.units import env_file_text, launchd_target, systemd_quote
+from smarthole.errors import UsageError
 from smarthole.home import Home
 
 SECRET = "sk-ant-secret-do-not-print"
@@ -180,6 +182,237 @@ def test_service_status_shows_the_managers_view_then_smarthole_status(service_en
     assert main(["service", "status"]) == 3  # the fake manager starts nothing
     out = capsys.readouterr().out
     assert "fake status" in out and "daemon: not running" in out
+
+
+# -- what a unit can hold -----------------------------------------------------------------------
+
+CONTROLS = ["\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\x9b"]
+IN_A_FOLDER_NAME = [char for char in CONTROLS if char != "\x00"]  # no file name holds NUL
+C_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "s": " "}
+
+
+def systemd_words(value: str) -> list[str]:
+    """An ``ExecStart=`` value as systemd.syntax(7) reads it: words split at spaces outside
+    quotes, C escapes undone, then each word's ``%%`` and ``$$`` made single."""
+    words: list[str] = []
+    word, quote, chars = None, "", iter(value)
+    for char in chars:
+        if char == "\\":
+            word = (word or "") + C_ESCAPES[next(chars)]
+        elif quote:
+            quote, word = ("", word) if char == quote else (quote, word + char)
+        elif char in "\"'":
+            quote, word = char, word or ""
+        elif char == " ":
+            words += [] if word is None else [word]
+            word = None
+        else:
+            word = (word or "") + char
+    assert not quote, f"an unclosed quote in {value!r}"
+    return [literal(w, "%$") for w in [*words, *([] if word is None else [word])]]
+
+
+def literal(text: str, doubled: str) -> str:
+    """``%%`` as ``%`` (and ``$$`` as ``$``); a lone one would be a specifier or a variable."""
+    out, chars = "", iter(text)
+    for char in chars:
+        if char in doubled:
+            assert next(chars, None) == char, f"a lone {char} in {text!r}"
+        out += char
+    return out
+
+
+def settings(unit: str) -> dict[str, str]:
+    """Each ``Key=value`` line of a unit (every key once in ours), as systemd splits it."""
+    pairs = [line.split("=", 1) for line in unit.split("\n") if "=" in line]
+    assert len({key for key, _ in pairs}) == len(pairs), unit
+    return {key: value for key, value in pairs}
+
+
+def home_at(root: Path) -> Path:
+    Home(root).ensure()
+    return root
+
+
+def one_line(err: str) -> str:
+    assert err.count("\n") == 1 and err.endswith("\n") and err[:-1].isprintable(), repr(err)
+    return err
+
+
+@pytest.mark.parametrize("control", IN_A_FOLDER_NAME)
+@pytest.mark.parametrize("extra", [(), ("--dry-run",)])
+def test_a_home_path_with_a_control_character_is_refused_before_anything_is_written(
+    service_env, tmp_path, capsys, control, extra
+):
+    home = home_at(tmp_path / f"a{control}b")
+    assert install(home, *extra) == 2
+    out = capsys.readouterr()
+    escaped = repr(control)[1:-1]
+    assert one_line(out.err) == (
+        f"smarthole: the home path {str(home)!r} contains a control character ({escaped}); "
+        "a service unit cannot hold it\n"
+    )
+    assert out.out == ""
+    assert not service_env["unit"].exists() and not (home / ".smarthole/service.env").exists()
+    assert recorded(service_env) == []
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_a_python_executable_with_a_control_character_is_refused(
+    service_env, tmp_path, monkeypatch, capsys, control
+):
+    python = tmp_path / f"venv{control}" / "bin" / "python3"
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert install(service_env["home"], "--dry-run") == 2
+    err = one_line(capsys.readouterr().err)
+    assert f"the executable path {str(python)!r} contains a control character" in err
+    assert not service_env["unit"].exists()
+
+
+@pytest.mark.parametrize("char", ["$", '"', "'", "\\"])
+def test_an_executable_path_systemd_cannot_start_a_program_from_is_refused(
+    service_env, tmp_path, monkeypatch, capsys, char
+):
+    python = tmp_path / f"venv{char}x" / "bin" / "python3"
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert install(service_env["home"], "--no-start") == 2
+    err = one_line(capsys.readouterr().err)
+    assert f"the executable path {str(python)!r} contains {char!r}" in err
+    assert not service_env["unit"].exists()
+
+
+UNIT_KEYS = [
+    *("Description", "Documentation", "Type", "NotifyAccess", "ExecStart", "ExecReload"),
+    *("EnvironmentFile", "Environment", "Restart", "RestartSec", "RestartPreventExitStatus"),
+    *("WatchdogSec", "TimeoutStopSec", "WantedBy"),
+]
+
+
+def test_a_home_path_that_is_not_utf8_is_refused(service_env, tmp_path, capsys):
+    home = home_at(tmp_path / os.fsdecode(b"caf\xe9"))
+    assert install(home) == 2
+    assert "is not valid UTF-8" in one_line(capsys.readouterr().err)
+    assert not service_env["unit"].exists()
+
+
+def test_a_home_path_with_a_dot_dot_part_is_refused(service_env, capsys):
+    home = service_env["home"]
+    assert install(home / ".." / home.name, "--dry-run") == 2
+    assert "has a '..' part" in one_line(capsys.readouterr().err)
+
+
+ODD_NAMES = [
+    "a b",
+    'say "hi"',
+    "it's",
+    "100%",
+    "%h and %%",
+    "$HOME",
+    "${HOME}x$$",
+    "back\\slash",
+    "ends in a backslash\\",
+    ";",
+    "# not a comment",
+    "every \" ' % $ \\ ; # at once",
+]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_odd_home_and_executable_paths_read_back_from_the_unit_as_written(
+    service_env, tmp_path, monkeypatch, name
+):
+    home = home_at(tmp_path / name)
+    python = tmp_path / "my venv %i" / "bin" / "python3"  # spaces and % are fine in a program
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert install(home, "--no-start") == 0
+    unit = (service_env["unit"] / "smarthole.service").read_text()
+    values = settings(unit)
+    assert list(values) == UNIT_KEYS  # nothing was injected
+    assert systemd_words(values["ExecStart"]) == [
+        str(python),
+        "-m",
+        "smarthole",
+        "run",
+        "--home",
+        str(home),
+    ]
+    assert literal(values["EnvironmentFile"], "%") == f"-{home}/.smarthole/service.env"
+    assert literal(values["Description"], "%") == (
+        f"smarthole: answers the messages dropped into {home}/inbox"
+    )
+    assert main(["service", "uninstall"]) == 0  # read back for removal, too
+    assert not (service_env["unit"] / "smarthole.service").exists()
+    assert not (home / ".smarthole" / "service.env").exists()
+
+
+# -- reading an installed unit back ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("victim", ["important", "other-home/.smarthole/service.env"])
+def test_uninstall_leaves_the_file_a_tampered_unit_names(service_env, tmp_path, victim, capsys):
+    home = service_env["home"]
+    assert install(home) == 0
+    victim_file = tmp_path / victim
+    victim_file.parent.mkdir(parents=True, exist_ok=True)
+    victim_file.write_text(env_file_text({"ANTHROPIC_API_KEY": "theirs"}))  # even one like ours
+    unit = service_env["unit"] / "smarthole.service"
+    unit.write_text(
+        "\n".join(
+            f"EnvironmentFile=-{victim_file}" if line.startswith("EnvironmentFile=") else line
+            for line in unit.read_text().split("\n")
+        )
+    )
+    capsys.readouterr()
+    assert main(["service", "uninstall"]) == 0
+    assert victim_file.exists() and not unit.exists()
+    assert "is not as `smarthole service install` writes it" in capsys.readouterr().out
+
+
+def test_uninstall_removes_no_env_file_for_a_unit_without_the_marker(service_env):
+    home = service_env["home"]
+    assert install(home) == 0
+    unit = service_env["unit"] / "smarthole.service"
+    unit.write_text(unit.read_text().split("\n", 1)[1])  # the same unit, written by hand
+    assert main(["service", "uninstall"]) == 0
+    assert (home / ".smarthole" / "service.env").exists() and not unit.exists()
+
+
+@pytest.fixture
+def agent(tmp_path):
+    """A launchd agent as install writes it, for a home under tmp_path."""
+    home = Home(tmp_path / "home")
+    home.ensure()
+    target = launchd_target(None, home, ["/opt/bin/smarthole"], {"HOME": str(tmp_path)})
+    target.unit_path.parent.mkdir(parents=True)
+    target.unit_path.write_text(target.unit_text)
+    return target, home
+
+
+@pytest.mark.parametrize(
+    ("index", "value"),
+    [(3, "/elsewhere/important"), (2, 'exec "$@"'), (-1, "relative/home")],
+    ids=["env-file", "loader", "relative-home"],
+)
+def test_a_tampered_launchd_agent_names_no_env_file(agent, index, value):
+    target, home = agent
+    assert target.home() == home.root and target.env_file() == home.state / "service.env"
+    data = plistlib.loads(target.unit_text.encode())
+    data["ProgramArguments"][index] = value
+    target.unit_path.write_bytes(plistlib.dumps(data))
+    assert target.home() is None and target.env_file() is None
+
+
+def test_a_broken_launchd_agent_names_no_env_file(agent):
+    target, _ = agent
+    target.unit_path.write_text('<?xml version="1.0"?><plist><dict>')
+    assert target.home() is None
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_the_launchd_agent_refuses_a_home_with_a_control_character(tmp_path, control):
+    home = Home(tmp_path / f"a{control}b")
+    with pytest.raises(UsageError, match=r"the home path .* contains a control character"):
+        launchd_target(None, home, ["/opt/bin/smarthole"], {"HOME": str(tmp_path)})
 
 
 def test_odd_paths_are_quoted_for_systemd():
