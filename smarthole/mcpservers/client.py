@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from ..config.mcp import McpServerSettings, ResolvedServer
 from ..errors import ConfigError
+from .noise import StrayLines, quiet_sdk_parse_errors, reading_stdio, stray_line
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +103,14 @@ class Connection:
         resolved: ResolvedServer,
         stderr_path: Path,
         on_tools_changed: Callable[[], Awaitable[None]],
+        stray_lines: StrayLines | None = None,
     ) -> None:
         self.settings = settings
         self.resolved = resolved
         self.stderr_path = stderr_path
         self.on_tools_changed = on_tools_changed
+        # A stdio server's stdout lines that are not JSON-RPC; kept by the owner across restarts.
+        self.stray_lines = stray_lines or StrayLines(settings.name)
         self.lost = asyncio.Event()  # the transport is gone, or the session ended
         self._stop = asyncio.Event()
         self._client: Any = None
@@ -120,6 +124,11 @@ class Connection:
 
         from .. import __version__
 
+        stdio = self.resolved.command is not None
+        if stdio:
+            quiet_sdk_parse_errors()
+        # Seen by the SDK's reader task, which copies this context when the transport starts it.
+        marked = reading_stdio.set(stdio)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(stack)
@@ -150,6 +159,8 @@ class Connection:
         finally:
             self._client = None
             self.lost.set()
+            self.stray_lines.flush()
+            reading_stdio.reset(marked)
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         resolved = self.resolved
@@ -159,7 +170,13 @@ class Connection:
             self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
             errlog = stack.enter_context(_private_file(self.stderr_path))
             parameters = StdioServerParameters(
-                command=resolved.command, args=resolved.args, env=resolved.env, cwd=resolved.cwd
+                command=resolved.command,
+                args=resolved.args,
+                env=resolved.env,
+                cwd=resolved.cwd,
+                # Not "strict": one byte of stray output that is not UTF-8 would end the SDK's
+                # reader and with it the session; replaced, it is one more stray line.
+                encoding_error_handler="replace",
             )
             return stdio_client(parameters, errlog=errlog)
         from mcp.client.streamable_http import streamable_http_client
@@ -178,6 +195,9 @@ class Connection:
             task = asyncio.ensure_future(self.on_tools_changed())
             self._background.add(task)  # held until done: the loop keeps only weak references
             task.add_done_callback(self._background.discard)
+        elif isinstance(message, ValueError) and self.resolved.command is not None:
+            # A line that is not JSON-RPC (the SDK skipped it); the server carries on.
+            self.stray_lines.report(self.redact(stray_line(message)))
         elif isinstance(message, Exception):
             logger.debug("MCP server %s: %s", self.settings.name, self.redact(str(message)))
 

@@ -24,6 +24,7 @@ from ..formats import iso
 from ..tools import SchemaTool, Tool, ToolRegistry, ToolResult
 from .client import CallTimedOut, Connection, RemoteTool, ServerLost, stderr_tail
 from .names import exposed_name
+from .noise import StrayLines
 from .results import to_tool_result
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class Server:
     # the first start ended, in success or failure
     settled: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _logged_failure: bool = field(default=False, init=False)
+    # rate-limited across restarts: a server that prints junk as it starts must not flood the log
+    stray_lines: StrayLines = field(init=False)
     # set by the owner: runs a coroutine on the event loop
     _submit: Callable[[Any], Any] = field(init=False)
 
@@ -78,6 +81,7 @@ class Server:
         self.view = ServerView(
             self.settings.name, self.settings.transport, self.settings.describe()
         )
+        self.stray_lines = StrayLines(self.settings.name)
         if self.resolved is None:
             self.view.state = "disabled"
 
@@ -106,7 +110,9 @@ class Server:
     async def _run_once(self, stopping: asyncio.Event) -> float | None:
         """Start, serve until the server is gone; returns when it was up (None if never)."""
         assert self.resolved is not None
-        connection = Connection(self.settings, self.resolved, self.stderr_path, self._refresh_tools)
+        connection = Connection(
+            self.settings, self.resolved, self.stderr_path, self._refresh_tools, self.stray_lines
+        )
         opened: asyncio.Future[list[RemoteTool]] = asyncio.get_running_loop().create_future()
         task = asyncio.ensure_future(connection.serve(opened))
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -10,6 +11,10 @@ from typing import Any
 
 import pytest
 
+from smarthole.config import parse_config
+from smarthole.home import Home
+from smarthole.mcpservers import McpServers
+from smarthole.tools import ToolRegistry
 from tests.helpers import wait_for
 
 SERVERS = Path(__file__).with_name("servers.py")
@@ -47,3 +52,25 @@ def http_server(tmp_path: Path) -> Iterator[Callable[[str, Path], str]]:
     for process in started:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., tuple[McpServers, ToolRegistry]]]:
+    """``start(registry=None, **servers)``: McpServers over a registry, stopped at the end."""
+    running: list[McpServers] = []
+
+    def start_servers(
+        registry: ToolRegistry | None = None, **servers: dict[str, Any]
+    ) -> tuple[McpServers, ToolRegistry]:
+        config = parse_config({"mcp": {"start_timeout_seconds": 5, "servers": servers}})
+        home = Home(tmp_path / "home")
+        home.ensure()
+        registry = registry or ToolRegistry()
+        manager = McpServers(config.mcp, home, registry, os.environ)
+        running.append(manager)
+        manager.start()
+        return manager, registry
+
+    yield start_servers
+    for manager in running:
+        manager.stop()

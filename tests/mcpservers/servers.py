@@ -12,12 +12,15 @@ count runs across daemon crashes:
 - ``hang``: ``hang`` never answers.
 - ``never``: never finishes starting.
 - ``changing``: ``grow`` adds a tool and tells the client the list changed.
+- ``chatty``: prints lines that are not JSON-RPC on its stdout (:data:`JUNK`), once as it
+  starts and again in each call of ``chatter``, before its answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import os
 import socket
 import sys
@@ -30,6 +33,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["never"]:
     while True:
         __import__("time").sleep(60)
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import (
@@ -141,6 +145,49 @@ def hang(server: MCPServer) -> None:
         return "too late"
 
 
+# Eleven lines that are not JSON-RPC: plain text, terminal escapes, very long, JSON of another
+# kind, blank, not UTF-8.
+JUNK = [
+    b"chatty: starting up",
+    b"\x1b[31mred alert\x1b[0m",
+    b"x" * 500,
+    b'{"progress": 3}',
+    b"bell\x07 and backspace\x08",
+    b"42",
+    b"",
+    b"\x1b]0;a new window title\x07",
+    b"debug: everything is fine",
+    b"\x1b[2J cleared the screen",
+    b"latin-1 caf\xe9",
+]
+
+
+def chatter_on_stdout() -> None:
+    # One write per line: the SDK writes its own messages between them, whole.
+    for line in JUNK:
+        os.write(1, line + b"\n")
+
+
+def chatty(server: MCPServer) -> None:
+    @server.tool(annotations=READ_ONLY)
+    async def chatter(word: str) -> str:
+        """Print junk on stdout, then answer."""
+        chatter_on_stdout()
+        return f"said {word}"
+
+
+async def serve_stdio_undiverted(server: MCPServer) -> None:
+    """Serve over stdio with fd 1 left as it is: the SDK's ``run()`` diverts it to stderr, which
+    would keep the junk of a tool off the wire."""
+    from mcp.server.stdio import stdio_server
+
+    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdin, stdout) as (read, write):
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
 def changing(server: MCPServer) -> None:
     @server.tool()
     async def grow(name: str, ctx: Context) -> str:
@@ -150,7 +197,7 @@ def changing(server: MCPServer) -> None:
         return f"added {name}"
 
 
-KINDS = {"good": good, "crash": crash, "hang": hang, "changing": changing}
+KINDS = {"good": good, "crash": crash, "hang": hang, "changing": changing, "chatty": chatty}
 
 
 def main(argv: list[str]) -> None:
@@ -158,6 +205,10 @@ def main(argv: list[str]) -> None:
     server = MCPServer(kind)
     KINDS[kind](server)
     if "--http" not in argv:
+        if kind == "chatty":
+            chatter_on_stdout()
+            anyio.run(serve_stdio_undiverted, server)
+            return
         server.run()
         return
     import uvicorn

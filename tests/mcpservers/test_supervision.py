@@ -3,39 +3,9 @@
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from smarthole.config import parse_config
-from smarthole.home import Home
-from smarthole.mcpservers import McpServers
 from smarthole.tools import SchemaTool, ToolRegistry, ToolResult
 from tests.helpers import wait_for
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator:
-    """``start(**servers)``: McpServers over a fresh registry, stopped at the end."""
-    running: list[McpServers] = []
-
-    def start_servers(
-        registry: ToolRegistry | None = None, **servers: dict
-    ) -> tuple[McpServers, ToolRegistry]:
-        config = parse_config({"mcp": {"start_timeout_seconds": 5, "servers": servers}})
-        home = Home(tmp_path / "home")
-        home.ensure()
-        registry = registry or ToolRegistry()
-        manager = McpServers(config.mcp, home, registry, os.environ)
-        running.append(manager)
-        manager.start()
-        return manager, registry
-
-    yield start_servers
-    for manager in running:
-        manager.stop()
 
 
 def test_a_changed_tool_list_is_picked_up(start, stdio):
