@@ -5,6 +5,7 @@ The CLI calls these; they read and write the store and emit events, and never pr
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +17,7 @@ from .db.outbox import OutboxRecord
 from .db.pending import PendingQuestions
 from .db.records import Conversation, StoredMessage, unique_match
 from .db.store import Store
-from .errors import UsageError
+from .errors import DocumentError, UsageError
 from .formats import has_control_characters, visible
 
 HIDE_ENDED_AFTER = timedelta(days=30)
@@ -228,7 +229,7 @@ class Conversations:
         """A new (ended) conversation whose history is a context object's turns.
 
         Each human turn starts a turn of the conversation; entry agent turns are its replies.
-        ``UsageError`` names what is wrong with an object that is not of that shape.
+        ``DocumentError`` names what is wrong with an object that is not of that shape.
         """
         turns = parse_context(data)
         conversation = self.store.create_conversation(channel)
@@ -254,20 +255,21 @@ def context_of(export: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_context(data: Any) -> list[tuple[str, str]]:
-    """The ``(role, content)`` pairs of a context object; ``UsageError`` if it is not one."""
+    """The ``(role, content)`` pairs of a context object; ``DocumentError`` if it is not one."""
     if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
-        raise UsageError('not a conversation context: it needs a "turns" list')
+        raise DocumentError('not a conversation context: it needs a "turns" list')
     pairs = []
     for index, turn in enumerate(data["turns"], 1):
         if not isinstance(turn, dict) or turn.get("role") not in CONTEXT_ROLES:
             role = turn.get("role") if isinstance(turn, dict) else turn
-            raise UsageError(f"turn {index}: unknown role {role!r} (human or entry_agent)")
+            shown = reprlib.repr(role)  # bounded: the document may hold anything
+            raise DocumentError(f"turn {index}: unknown role {shown} (human or entry_agent)")
         content = turn.get("content")
         if not isinstance(content, str) or not content.strip():
-            raise UsageError(f"turn {index}: content must be non-empty text")
+            raise DocumentError(f"turn {index}: content must be non-empty text")
         pairs.append((turn["role"], content))
     if not pairs:
-        raise UsageError("not a conversation context: its turns list is empty")
+        raise DocumentError("not a conversation context: its turns list is empty")
     return pairs
 
 

@@ -37,6 +37,11 @@ class PluginError(SmartholeError):
     """A plugin could not be imported, or registered something invalid."""
 
 
+class DocumentError(SmartholeError):
+    """A JSON document from outside (a file to import, a command-line argument) is unusable:
+    not JSON, nested too deeply, a number too long to read, or not the shape asked for."""
+
+
 class MessageError(SmartholeError):
     """An inbox file is unusable; the message says why in one line."""
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, DocumentError
 
 FRONT_MATTER_FENCE = "+++"
 
@@ -28,8 +28,29 @@ def loads_toml(text: str, *, source: str) -> dict[str, Any]:
     """Parse TOML text; ``source`` names where it came from in the error."""
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{source}: invalid TOML: nested too deeply to read") from exc
+    except ValueError as exc:  # TOMLDecodeError, or an integer of over 4,300 digits
+        raise ConfigError(f"{source}: invalid TOML: {_first_line(exc)}") from exc
+
+
+def loads_json(text: str, *, source: str) -> Any:
+    """Parse JSON from outside; ``DocumentError`` names ``source`` and what is wrong.
+
+    Besides bad syntax, Python's parser refuses a number of over 4,300 digits (ValueError) and
+    runs out of stack on deep nesting (RecursionError): both are the document's fault too.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise DocumentError(f"{source} is nested too deeply to read") from exc
+    except ValueError as exc:
+        raise DocumentError(f"{source} is not JSON: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: Exception, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def dumps_toml(data: dict[str, Any]) -> str:

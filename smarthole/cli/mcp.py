@@ -7,12 +7,12 @@ command runs. ``list`` shows a running daemon's own view instead, as it recorded
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
-from ..errors import LookupFailed, UsageError
+from ..errors import DocumentError, LookupFailed, UsageError
+from ..formats import loads_json
 from .commands import _home
 from .output import print_json
 from .render import server_lines
@@ -97,9 +97,9 @@ def _arguments(text: str | None) -> dict[str, Any]:
     if text is None:
         return {}
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--args is not JSON: {exc}") from exc
+        value = loads_json(text, source="--args")
+    except DocumentError as exc:
+        raise UsageError(str(exc)) from exc
     if not isinstance(value, dict):
         raise UsageError('--args must be a JSON object, like \'{"path": "notes.md"}\'')
     return value

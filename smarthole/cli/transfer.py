@@ -4,13 +4,14 @@ context JSON, and a context JSON back in as a new conversation."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import DocumentError, UsageError
+from ..formats import loads_json
 from .commands import opened
 from .output import print_json
+
+MAX_IMPORT_CHARACTERS = 64 << 20  # a context of text only; far above any real conversation
 
 
 def export(args: argparse.Namespace) -> int:
@@ -39,14 +40,27 @@ def import_context(args: argparse.Namespace) -> int:
     from ..conversations import Conversations
 
     source = "standard input" if args.file == "-" else args.file
-    try:
-        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
-        data = json.loads(raw)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {source}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{source} is not JSON: {exc}") from exc
+    data = loads_json(_read_document(args.file, source), source=source)
     with opened(args) as (_, store):
         conversation = Conversations(store).import_context(data, channel=args.channel)
     print(conversation.id)
     return 0
+
+
+def _read_document(file: str, source: str) -> str:
+    """The text of a context JSON: UTF-8, at most :data:`MAX_IMPORT_CHARACTERS` characters."""
+    try:
+        if file == "-":
+            text = sys.stdin.read(MAX_IMPORT_CHARACTERS + 1)
+        else:
+            with open(file, encoding="utf-8") as handle:
+                text = handle.read(MAX_IMPORT_CHARACTERS + 1)
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"{source} is not UTF-8 text (byte offset {exc.start})") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    if len(text) > MAX_IMPORT_CHARACTERS:
+        raise DocumentError(
+            f"{source} is over {MAX_IMPORT_CHARACTERS >> 20}M characters; not a context"
+        )
+    return text

@@ -248,12 +248,16 @@ def test_import_then_export_gives_back_the_same_context(home, fake, env, capsys,
         ('{"turns": []}', "its turns list is empty"),
         ("[1, 2]", 'needs a "turns" list'),
         ("not json", "is not JSON"),
+        ('{"entry_agent": "a", "turns": ' + "[" * 100_000 + "]" * 100_000 + "}", "too deeply"),
+        ('{"turns": [' + "[" * 500 + "]" * 500 + "]}", "turn 1: unknown role [[[[[[[...]]]]]]]"),
+        ('{"turns": [], "n": ' + "9" * 5_000 + "}", "is not JSON: Exceeds the limit"),
+        ('{"turns": [{"role": "human", "content": "\u0000"}]} \x80', "is not JSON"),
     ],
 )
 def test_import_refuses_what_is_not_a_context(home, tmp_path, capsys, content, problem):
     path = tmp_path / "context.json"
     path.write_text(content)
-    assert cli(home, "import", str(path)) == 2
+    assert cli(home, "import", str(path)) == 1
     err = capsys.readouterr().err
     assert problem in err and len(err.strip().splitlines()) == 1
     tables = {row[0] for row in db(home).execute("SELECT name FROM sqlite_master")}
