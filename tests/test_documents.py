@@ -45,7 +45,7 @@ def test_a_desktop_frame_is_a_bad_frame(value):
 
 @pytest.mark.parametrize("text", [DEEP_TOML, LONG_TOML], ids=["deep", "long-number"])
 def test_toml_is_a_config_error(text):
-    with pytest.raises(ConfigError, match="config.toml: invalid TOML"):
+    with pytest.raises(ConfigError, match=r"config\.toml: invalid TOML"):
         loads_toml(text, source="config.toml")
 
 
