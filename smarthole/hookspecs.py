@@ -177,7 +177,15 @@ def turn_failed(message: Message, error: Exception) -> None:
 def event(event: Event) -> None:
     """A lifecycle event was stored (``turn_started``, ``tool_called``, ``reply_written``...).
 
-    :param event: ``type, at, conversation, channel, turn, message_id`` and the event's own
+    Every event reaches this hook in the daemon, in the order of ``event.id``, whichever
+    process wrote it: the daemon's own work, and CLI commands such as ``rename``, ``new`` or
+    ``tasks abort``, also while the daemon was down (it follows the events table from a cursor
+    stored in the database, and delivers what it missed when it starts). The call comes from
+    the daemon's event thread, a moment after the event's commit. Each event is delivered
+    once; only a crash between the call and the commit of the cursor past it delivers that one
+    event again, so a plugin that must not act twice remembers the last ``event.id`` it saw.
+
+    :param event: ``id, type, at, conversation, channel, turn, message_id`` and the event's own
         fields in ``data``; ``event.as_dict()`` gives the JSON form that ``smarthole events
         --json`` prints.
     """

@@ -129,6 +129,10 @@ class Plugins:
             where = self.info[name].location if name in self.info else ""
             raise PluginError(f"plugin {name!r} ({where}): {exc}") from exc
 
+    def listens(self, hook_name: str) -> bool:
+        """Whether a call of ``hook_name`` would reach anything (an implementation, a tracer)."""
+        return self.trace or bool(getattr(self.pm.hook, hook_name).get_hookimpls())
+
     def hook_names(self, name: str) -> list[str]:
         """The hooks plugin ``name`` implements, sorted."""
         plugin = self.pm.get_plugin(name)

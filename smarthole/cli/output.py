@@ -62,7 +62,7 @@ class VisibleOutput:
 def visible_stdout() -> Iterator[None]:
     """``sys.stdout`` shows control characters while the block runs."""
     original = sys.stdout
-    sys.stdout = VisibleOutput(original)  # type: ignore[assignment]
+    sys.stdout = VisibleOutput(original)
     try:
         yield
     finally:

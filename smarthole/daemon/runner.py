@@ -167,6 +167,7 @@ class Daemon:
         )
         try:
             app.plugins.call_strict("startup", app=app)
+            runtime.event_hook.start()  # from here on every event reaches the hook, in order
             self.notifier.pet()  # recovery may take a while; the loop pets from then on
             recover(runtime, self.clock)
             mcp.start()  # after recovery: their tools are there when interrupted turns resume
@@ -193,6 +194,7 @@ class Daemon:
                 gc.unfreeze()
             self._clean = self._stop_workers(self._grace)
             mcp.stop()
+            runtime.event_hook.stop()  # after the last event of this run is written
             app.plugins.notify("shutdown", app=app)
 
     def _apply_settings(self, app: App) -> None:
@@ -391,10 +393,6 @@ class Daemon:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self._threads if t.is_alive()]
         if alive:
-            logger.warning(
-                "%d turn(s) still running after %.0fs; abandoning them (they resume "
-                "on the next start)",
-                len(alive),
-                grace,
-            )
+            message = "%d turn(s) still running after %.0fs; abandoning them (they resume later)"
+            logger.warning(message, len(alive), grace)
         return not alive

@@ -16,6 +16,7 @@ from ..pipeline.inbox import Inbox
 from ..pipeline.outbox import Outbox
 from ..pipeline.processor import Processor
 from ..teams import TeamRunner
+from .eventhook import EventHook
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Runtime:
     processor: Processor
     titler: Titler
     client: ModelClient
+    event_hook: EventHook
 
     @classmethod
     def build(
@@ -40,7 +42,8 @@ class Runtime:
         stop: threading.Event | None = None,
     ) -> Runtime:
         store = app.store
-        events = EventLog(store, lambda event: app.plugins.notify("event", event=event))
+        event_hook = EventHook(store, app.plugins)
+        events = EventLog(store, event_hook.wake)
         ledger = Ledger(store)
         outbox = Outbox(app.home, store, app.plugins, events)
         inbox = Inbox(app.home, app.config.inbox, store, ledger, events, app.plugins)
@@ -62,7 +65,7 @@ class Runtime:
             titler=titler,
             stop=stop,
         )
-        return cls(app, ledger, events, outbox, inbox, processor, titler, client)
+        return cls(app, ledger, events, outbox, inbox, processor, titler, client, event_hook)
 
     def close(self) -> None:
         self.client.close()

@@ -1,4 +1,4 @@
-"""Lifecycle events: stored durably, passed to the ``event`` hook, printed by ``smarthole events``.
+"""Lifecycle events: stored durably, then followed into the ``event`` hook and the CLI.
 
 Every event has ``type``, ``at`` (UTC ISO time), ``conversation``, ``channel``, ``turn`` and
 ``message_id`` (None where it does not apply), plus fields of its own.
@@ -60,8 +60,10 @@ class Event:
     id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: the common keys, then the event's own fields."""
+        """The JSON form: the common keys (``id`` first: it orders events and tells a plugin
+        one it has seen), then the event's own fields."""
         return {
+            "id": self.id,
             "type": self.type,
             "at": self.at.isoformat().replace("+00:00", "Z"),
             "conversation": self.conversation,
@@ -112,7 +114,8 @@ def place(
 
 
 class EventLog:
-    """Appends events to the store, and tells ``on_event`` (the plugins) once committed."""
+    """Appends events to the store, and tells ``on_event`` once committed (the daemon's
+    :class:`~smarthole.daemon.eventhook.EventHook`, which delivers them to the plugins)."""
 
     def __init__(self, store: Store, on_event: Callable[[Event], None] | None = None) -> None:
         self.store = store

@@ -37,7 +37,7 @@ def startup(app: PluginApp) -> None:
     store = app.store
     records = BridgeRecords(store)
     records.prune(app.now())
-    events = EventLog(store, _event_hook(app))
+    events = EventLog(store)  # the daemon's event hook follows the table: it sees these too
     bridge = Bridge(
         Identity(settings.url, settings.name, settings.description, __version__),
         Intake(app.home.inbox, settings.channel, app.config.inbox.max_message_bytes, records),
@@ -68,13 +68,6 @@ def shutdown(app: PluginApp) -> None:
     _running.pop("records", None)
     if bridge is not None:
         bridge.stop()
-
-
-def _event_hook(app: PluginApp) -> Any:
-    plugins = getattr(app, "plugins", None)
-    if plugins is None:
-        return None
-    return lambda event: plugins.notify("event", event=event)
 
 
 def _emit(events: EventLog, type: str, **fields: Any) -> None:
