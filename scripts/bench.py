@@ -1,12 +1,12 @@
 """Benchmark every goal of issue 13 against a baseline measured in the same run.
 
-    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,history,costs,cache]
+    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,...,burst]
 
 Opt-in (never part of the test suite); exits 0 whatever the figures: the table says, for
 each row, whether its goal is met. ``--quick`` runs small sizes in under 2 minutes;
 the full run takes about 10. Nothing else heavy should run at the same time.
 
-Rows, each beside its baseline (see benchlib/ for the details of each):
+Rows, each beside its baseline where one applies (see benchlib/ for the details of each):
 
 1. pickup p50/p99: a file renamed into inbox/ of a real ``python -m smarthole run`` (fake
    Messages API on 127.0.0.1, titles off) until it left inbox/ (claimed), read with raw
@@ -31,6 +31,9 @@ Rows, each beside its baseline (see benchlib/ for the details of each):
 7. prompt cache, from the fake's request log of a 20-turn conversation with tool loops:
    reuse between consecutive calls of a tool loop and between turns (benchlib/cache.py
    documents the arithmetic), and whether retried requests are byte-identical.
+8. desktop burst: 5,000 (quick 1,000) messages sent back to back by a fake SmartHole desktop
+   to a real daemon's bridge: how many were acked, ack latency p50/p99/max (the desktop waits
+   30 s), reconnects, acks/s (benchlib/desktopburst.py).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from typing import Any
 from benchlib.adapters import random_texts
 from benchlib.cachebench import cache_rows
 from benchlib.costs import costs_rows
+from benchlib.desktopburst import burst_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.report import Row, markdown, save_json, table
 from benchlib.storage import storage_rows
@@ -60,7 +64,7 @@ import smarthole
 from smarthole import __version__
 from smarthole.testing import FakeMessagesAPI, echo
 
-PARTS = ("pickup", "backlog", "history", "costs", "cache")
+PARTS = ("pickup", "backlog", "history", "costs", "cache", "burst")
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,11 @@ class Sizes:
     rest_timeout: float  # for the backlog daemon to let go once quiet; 0: not waited for
     channels: int = 10
     turns: int = 20
+    burst: int = 5_000
 
 
 FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
-QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,), 0.0)
+QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,), 0.0, burst=1_000)
 
 
 def measure(
@@ -115,6 +120,7 @@ def measure(
             after_backlog=shared.get("backlog"),
         ),
         "cache": lambda: cache_rows(root, fake, sizes.turns),
+        "burst": lambda: burst_rows(root, sizes.burst),
     }
     rows = runs[part]()
     if part == "backlog":

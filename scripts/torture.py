@@ -11,6 +11,13 @@ With ``--team-every N``, every Nth message asks the entry agent to hand the work
 two agents (``start_task``, three agent turns, the first agent calling the same non-idempotent
 tool in each of its turns).
 
+Every third message (``--desktop-every N``; 0: none) comes over the desktop bridge instead of
+the inbox: a fake SmartHole desktop sends them in three bursts, one at each of the first
+registrations, and after every registration first sends again whatever was never answered
+(the kill may have come before the ack, or before the file). Before the last daemon, one is
+left running until the desktop has an ack for each. Also checked: no message rejected, none
+notified twice (a notification is sent at most once).
+
 Checks (and prints): every message has exactly one final reply, no claimed file is left, no
 completed tool call ran twice, every stored conversation is valid Messages API history, after
 every kill the ledger, the turns and the events agree and every stored model reply has exactly
@@ -39,6 +46,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlib.desktopburst import BurstDesktop, Bursts
+
 from smarthole.formats import dumps_toml
 from smarthole.home import Home
 from smarthole.pipeline.inbox import drop_message
@@ -62,6 +71,9 @@ class Result:
     tools_in_doubt: int
     team_tasks: int = 0
     bad_team_tasks: int = 0
+    from_desktop: int = 0
+    desktop_rejected: int = 0
+    notified_twice: int = 0
 
     @property
     def ok(self) -> bool:
@@ -73,6 +85,8 @@ class Result:
             or self.invalid_histories
             or self.disagreements
             or self.bad_team_tasks
+            or self.desktop_rejected
+            or self.notified_twice
         )
 
 
@@ -81,6 +95,8 @@ TEAM = {
     "beta": {"description": "Checks things"},
 }
 TEAM_TURNS = 3
+DESKTOP_BURSTS = 3
+SETTLE_SECONDS = 120.0  # for the last bridge to have every desktop message acked
 
 
 def model(request: RecordedRequest) -> Reply:
@@ -117,65 +133,128 @@ def torture(
     max_gap: float = 0.3,
     quiet: bool = False,
     team_every: int = 0,
+    desktop_every: int = 3,
 ) -> Result:
     rng = random.Random(seed)
-    home = Home(root / "home")
-    home.ensure()
-    home.config_file.write_text(
-        dumps_toml(
-            {
-                "inbox": {"rescan_seconds": 0.2},
-                "retry": {"base_delay_seconds": 0.05, "max_delay_seconds": 1.0, "max_attempts": 50},
-                "daemon": {"shutdown_grace_seconds": 1.0},
-                "titles": {"enabled": False},
-                "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
-                "agents": TEAM if team_every else {},
-            }
-        )
-    )
     ids = [f"t{n:04d}" for n in range(messages)]
-    for n, message_id in enumerate(ids):
-        team = team_every and n % team_every == 0
-        drop_message(
-            home.inbox,
-            f"please {'team' if team else 'record'} {message_id}",
-            message_id=message_id,
-            channel=f"c{n % channels}",
-        )
-    started = time.monotonic()
-    disagreements = 0
-    with FakeMessagesAPI() as fake:
-        fake.default = model
-        env = {**os.environ, "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake.url}
-        command = [sys.executable, "-m", "smarthole", "run", "--home", str(home.root)]
-        log = root / "daemon.log"
-        for kill in range(kills):
-            with log.open("w") as sink:  # a file, not a pipe nobody drains
-                process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=sink)
-            wait_until_watching(process, log)
-            time.sleep(rng.uniform(0.0, max_gap))
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            for problem in disagreement(home):  # the store as the kill left it
-                disagreements += 1
-                print(f"kill {kill + 1}: {problem}", flush=True)
-            if not quiet:
-                print(f"kill {kill + 1}/{kills}: {answered(home)}/{messages} answered", flush=True)
-        final = subprocess.run(
-            [*command, "--once"], env=env, capture_output=True, text=True, timeout=600
-        )
-        if final.returncode != 0:
-            raise SystemExit(f"the last daemon failed:\n{final.stderr}")
+    texts = {
+        message_id: f"please {'team' if team_every and n % team_every == 0 else 'record'} "
+        f"{message_id}"
+        for n, message_id in enumerate(ids)
+    }
+    by_desktop = [i for n, i in enumerate(ids) if desktop_every and n % desktop_every == 2]
+    bursts = Bursts([(i, texts[i]) for i in by_desktop], DESKTOP_BURSTS)
+    with BurstDesktop(resend=True, on_register=bursts) as desktop:
+        home = make_home(root, desktop.url if by_desktop else None, team=bool(team_every))
+        for n, message_id in enumerate(ids):
+            if message_id not in by_desktop:
+                drop_message(
+                    home.inbox, texts[message_id], message_id=message_id, channel=f"c{n % channels}"
+                )
+        started = time.monotonic()
+        disagreements = 0
+        with FakeMessagesAPI() as fake:
+            fake.default = model
+            run = Runner(home, root / "daemon.log", fake.url)
+            for kill in range(kills):
+                process = run.start()
+                time.sleep(rng.uniform(0.0, max_gap))
+                run.kill(process)
+                for problem in disagreement(home):  # the store as the kill left it
+                    disagreements += 1
+                    print(f"kill {kill + 1}: {problem}", flush=True)
+                if not quiet:
+                    print(
+                        f"kill {kill + 1}/{kills}: {answered(home)}/{messages} answered", flush=True
+                    )
+            if by_desktop:
+                bursts.settle()
+                settle(run, desktop, len(by_desktop))
+            run.last()
     result = check(home, ids, kills, time.monotonic() - started)
     tasks, bad = team_problems(home)
     for problem in bad:
         print(problem, flush=True)
+    for message_id, reason in desktop.seen.rejected.items():
+        print(f"desktop message {message_id} rejected: {reason}", flush=True)
     return dataclasses.replace(
         result,
         disagreements=disagreements + len(disagreement(home)),
         team_tasks=tasks,
         bad_team_tasks=len(bad),
+        from_desktop=len(by_desktop),
+        desktop_rejected=len(desktop.seen.rejected),
+        notified_twice=sum(1 for n in desktop.seen.notified.values() if n > 1),
     )
+
+
+def make_home(root: Path, desktop_url: str | None, *, team: bool) -> Home:
+    home = Home(root / "home")
+    home.ensure()
+    config = {
+        "inbox": {"rescan_seconds": 0.2},
+        "retry": {"base_delay_seconds": 0.05, "max_delay_seconds": 1.0, "max_attempts": 50},
+        "daemon": {"shutdown_grace_seconds": 1.0},
+        "titles": {"enabled": False},
+        "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+        "agents": TEAM if team else {},
+    }
+    if desktop_url is not None:
+        config["desktop"] = {"enabled": True, "url": desktop_url}
+    home.config_file.write_text(dumps_toml(config))
+    return home
+
+
+@dataclass
+class Runner:
+    """Starts ``smarthole run`` on the home, kills it, and runs the last one ``--once``."""
+
+    home: Home
+    log: Path
+    api: str
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "smarthole", "run", "--home", str(self.home.root)]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": self.api}
+
+    def start(self) -> subprocess.Popen[bytes]:
+        with self.log.open("w") as sink:  # a file, not a pipe nobody drains
+            process = subprocess.Popen(
+                self.command, env=self.env, stdout=subprocess.DEVNULL, stderr=sink
+            )
+        wait_until_watching(process, self.log)
+        return process
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def last(self) -> None:
+        final = subprocess.run(
+            [*self.command, "--once"], env=self.env, capture_output=True, text=True, timeout=600
+        )
+        if final.returncode != 0:
+            raise SystemExit(f"the last daemon failed:\n{final.stderr}")
+
+
+def settle(run: Runner, desktop: BurstDesktop, count: int) -> None:
+    """A daemon left running until the desktop has an answer to each of its messages (an ack,
+    or a reject the checks report), then killed like the others."""
+    process = run.start()
+    deadline = time.monotonic() + SETTLE_SECONDS
+    try:
+        while len(desktop.texts) < count or desktop.unanswered():
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    f"the desktop's messages were not all acked: {run.log.read_text()}"
+                )
+            time.sleep(0.05)
+    finally:
+        run.kill(process)
 
 
 def team_problems(home: Home) -> tuple[int, list[str]]:
@@ -346,6 +425,7 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--team-every", type=int, default=0, metavar="N")
+    parser.add_argument("--desktop-every", type=int, default=3, metavar="N")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="smarthole-torture-") as folder:
         result = torture(
@@ -355,6 +435,7 @@ def main() -> int:
             args.seed,
             Path(folder),
             team_every=args.team_every,
+            desktop_every=args.desktop_every,
         )
     print(json.dumps(result.__dict__, indent=2))
     print("OK" if result.ok else "FAILED")

@@ -223,3 +223,49 @@ def test_context_switches_count_the_sleeps_of_every_thread():
     finally:
         done.set()
         thread.join()
+
+
+# -- desktop burst ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def desktopburst(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """benchlib.desktopburst, imported as the bench imports it (it has relative imports)."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    return importlib.import_module("benchlib.desktopburst")
+
+
+def test_the_burst_desktop_times_each_messages_first_ack_and_counts_every_frame(desktopburst):
+    desktop = desktopburst.BurstDesktop()
+    try:
+        assert desktop._received({"type": "registration", "payload": {}}) is True
+        for kind in ("ack", "ack", "reject", "notification"):
+            frame = {"type": "response", "payload": {"type": kind, "messageId": "m1"}}
+            assert desktop._received(frame) is False
+    finally:
+        desktop.close()
+    seen = desktop.seen
+    assert (seen.registrations, seen.acks) == (1, 2)
+    assert (seen.rejected, seen.notified) == ({"m1": ""}, {"m1": 1})
+    assert list(seen.acked) == ["m1"]
+
+
+@pytest.mark.parametrize(
+    ("found", "verdicts"),
+    [
+        ({"acked": 10, "max": 2.0, "reconnects": 0}, [True, True, True]),
+        ({"acked": 9, "max": 2.0, "reconnects": 0}, [False, True, True]),
+        ({"acked": 10, "max": 31.0, "reconnects": 0}, [True, False, True]),
+        ({"acked": 10, "max": 2.0, "reconnects": 1}, [True, True, False]),
+    ],
+)
+def test_the_burst_rows_want_every_ack_within_30_seconds_on_one_connection(
+    desktopburst, monkeypatch, found, verdicts
+):
+    figures = {"p50": 0.5, "p99": 1.5, "acks_per_second": 100.0, **found}
+    monkeypatch.setattr(desktopburst, "measure_burst", lambda root, count: figures)
+    rows = desktopburst.burst_rows(REPO, 10)
+    assert [row.met() for row in rows if row.goal] == verdicts
+    assert [row.value for row in rows if "p99" in row.metric] == [1500.0]

@@ -1,6 +1,8 @@
 """The ledger of inbox messages: what arrived, with which content, and where it stands.
 
-Every claimed message has one row, keyed by message id, with the hash of its file's bytes. A
+Every claimed message has one row, keyed by message id, with the hash of its file's bytes. An
+id that comes again is the same message if its text is the same (its file may differ: another
+timestamp, a desktop message written again after a crash), and a conflict if not. A
 message moves ``queued`` → ``in_progress`` → ``done``; a failed attempt makes it ``deferred``
 until ``next_attempt_at``; too many attempts (or an error no retry can fix) make it ``dead``.
 ``smarthole retry`` turns a dead message into ``redrive``: its file is back in the inbox, and
@@ -10,6 +12,7 @@ claiming it again requeues it with its attempts reset.
 from __future__ import annotations
 
 import enum
+import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -97,7 +100,7 @@ class Ledger:
         now = self.store.now()
         with self.store.transaction() as db:
             row = db.execute(
-                "SELECT status, content_hash FROM inbox WHERE message_id = ?", (message.id,)
+                "SELECT status, payload FROM inbox WHERE message_id = ?", (message.id,)
             ).fetchone()
             if row is None:
                 db.execute(
@@ -120,7 +123,7 @@ class Ledger:
             # `smarthole retry` marks a dead message 'redrive' and puts its file back; that
             # file may have been re-created from the ledger, so its bytes may differ.
             redrive = row["status"] == "redrive"
-            if row["content_hash"] != message.content_hash and not redrive:
+            if not redrive and json.loads(row["payload"]).get("text") != message.text:
                 return Admission.CONFLICT
             if redrive or row["status"] == "dead":
                 db.execute(

@@ -4,7 +4,11 @@ The only importer of ``websockets`` (imported when the thread starts). One conne
 time: connect, register, then read frames and send waiting notifications until the
 connection ends; then wait ``min(1000 * 2**attempt, 30000)`` ms plus up to a tenth more
 (jitter, so many clients do not retry in step) and try again, for ever. ``attempt`` starts
-again from 0 after each successful registration. The library answers the desktop's pings.
+again from 0 after each successful registration.
+
+The library answers the desktop's pings, and reads the pongs to its own, only while frames are
+read: so one task reads without pause and hands messages to another that stores them in
+batches (``backlog``). A burst of thousands costs the keepalive nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DesktopError
 from . import protocol
+from .backlog import Backlog
 from .protocol import BadFrame
 
 if TYPE_CHECKING:
@@ -34,6 +39,8 @@ REGISTRATION_TIMEOUT = 10.0
 REFUSED_CLOSE_CODE = 4000  # what the desktop's own client closes with after a refusal
 STOP_TIMEOUT = 10.0
 STOPPING = "smarthole is stopping"
+# Most messages stored (and acked) at once: a burst's acks go out in steps, not all at the end.
+MAX_BATCH = 200
 
 
 def backoff_ms(attempt: int, *, jitter: Callable[[float, float], float] = random.uniform) -> float:
@@ -232,8 +239,10 @@ class Bridge:
     async def _serve(self, ws: Any) -> str:
         """Read frames and send notifications until the connection ends or the bridge stops."""
         assert self._stopping is not None
+        backlog = Backlog()
         tasks = {
-            asyncio.create_task(self._receive(ws), name="receive"),
+            asyncio.create_task(self._receive(ws, backlog), name="receive"),
+            asyncio.create_task(self._store(ws, backlog), name="store"),
             asyncio.create_task(self._send_waiting(ws), name="send"),
             asyncio.create_task(self._stopping.wait(), name="stop"),
         }
@@ -248,11 +257,28 @@ class Bridge:
             task.result()  # a failure of the connection raises here
         return f"the connection closed (code {ws.close_code})"
 
-    async def _receive(self, ws: Any) -> None:
+    async def _receive(self, ws: Any, backlog: Backlog) -> None:
+        """Read frames as they come; messages wait in ``backlog`` to be stored."""
         while True:
             frame = await self._next_frame(ws)
-            if frame is not None:
-                await self._handle(ws, frame)
+            if frame is None:
+                continue
+            if frame.type == "message":
+                await backlog.put(frame.payload, frame.size)
+            else:
+                logger.warning("desktop: ignored an unexpected %s frame", frame.type)
+
+    async def _store(self, ws: Any, backlog: Backlog) -> None:
+        """Store what waits, a batch at a time, then answer each message of the batch.
+
+        A connection lost meanwhile loses only answers: the desktop sends an unanswered
+        message again, and one already stored is acknowledged as a duplicate.
+        """
+        while True:
+            batch = await backlog.take(MAX_BATCH)
+            for taken in await asyncio.to_thread(self.intake.take_batch, batch):
+                if taken.answer is not None:
+                    await ws.send(protocol.encode(taken.answer))
 
     async def _next_frame(self, ws: Any) -> protocol.Frame | None:
         """The next usable frame; a bad one is ignored with a warning (None)."""

@@ -30,6 +30,7 @@ class BadFrame(DesktopError):
 class Frame:
     type: str
     payload: dict[str, Any]
+    size: int = 0  # of the frame as received, in characters
 
 
 def parse_frame(raw: str | bytes) -> Frame:
@@ -46,7 +47,7 @@ def parse_frame(raw: str | bytes) -> Frame:
         raise BadFrame(f'a {data["type"]!r} frame without an object "payload"')
     if data["type"] not in KNOWN_TYPES:
         raise BadFrame(f"unknown type {data['type']!r}")
-    return Frame(data["type"], data["payload"])
+    return Frame(data["type"], data["payload"], len(raw))
 
 
 def encode(frame: dict[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 - ``status``: the bridge's state, URL, name and last error, for ``smarthole status``.
 - ``message:<id>``: a message that came from the desktop (its id is the inbox message's id),
-  so the replies to it, and only those, go back to the desktop.
+  so the replies to it, and only those, go back to the desktop; with the hash of its text, so
+  the id sent again with another text is refused.
 - ``reply:<outbox id>``: a notification to send, ``waiting`` until it is sent, then ``sent``.
   Kept across restarts: a reply made while the desktop is away goes out after the next
   registration, oldest first.
@@ -13,7 +14,9 @@ Each write is one SQLite transaction; the daemon's threads and the CLI share the
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -60,13 +63,25 @@ class BridgeRecords:
         value = self.data.get(MESSAGE + message_id)
         return value if isinstance(value, dict) else None
 
-    def taking(self, message_id: str) -> None:
-        """Before the inbox file is written: a crash after it still routes the reply back."""
-        self.data.set(MESSAGE + message_id, {"state": "taking", "received_at": self.store.now()})
+    def taking(self, digests: Mapping[str, str | None]) -> None:
+        """Before the inbox files are written: a crash after it still routes the replies back.
 
-    def taken(self, message_id: str) -> None:
-        """The inbox file is on disk: this id is answered once, however often it comes."""
-        self.data.set(MESSAGE + message_id, {"state": "taken", "received_at": self.store.now()})
+        ``digests`` maps each message id to :func:`text_digest` of its text; one commit.
+        """
+        self._set_messages("taking", digests)
+
+    def taken(self, digests: Mapping[str, str | None]) -> None:
+        """The inbox files are on disk: each id is answered once, however often it comes."""
+        self._set_messages("taken", digests)
+
+    def _set_messages(self, state: str, digests: Mapping[str, str | None]) -> None:
+        now = self.store.now()
+        with self.store.transaction():
+            for message_id, digest in digests.items():
+                value = {"state": state, "received_at": now}
+                if digest is not None:
+                    value["text_sha256"] = digest
+                self.data.set(MESSAGE + message_id, value)
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -117,6 +132,11 @@ class BridgeRecords:
                 self.data.delete(key)
                 removed += 1
         return removed
+
+
+def text_digest(text: str) -> str:
+    """What tells two texts of one message id apart: the text as the inbox keeps it."""
+    return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _notification_fields(notification: Notification) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +36,7 @@ from ..fsutil import (
     move_durably,
     read_regular_file,
     unique_path,
+    write_new_files,
 )
 from .message import DEFAULT_CHANNEL, parse_message, render_message_file
 from .stranded import StrandedClaims
@@ -54,6 +55,8 @@ logger = logging.getLogger(__name__)
 UNSAFE_IN_NAMES = re.compile(r"[^\w.@+-]")
 CLAIM_SEPARATOR = "--"
 ERROR_SUFFIX = ".error.txt"
+# Why a message whose id was already taken with another text is refused (file or desktop).
+REUSED_ID = "id already used for a different message"
 # Room for ERROR_SUFFIX and unique_path's "-N" when a failed file's name is made to fit.
 FAILED_NAME_MAX = NAME_MAX - len(ERROR_SUFFIX) - 8
 # A backlog is claimed this many files (or this long) at a time, with dispatching between.
@@ -82,10 +85,40 @@ def original_name(claimed: Path) -> str:
 def drop_message(inbox: Path, text: str, *, message_id: str, **fields: Any) -> Path:
     """Write a message file into ``inbox`` atomically (temp name, then rename)."""
     inbox.mkdir(parents=True, exist_ok=True)
-    stamp = iso(datetime.now(UTC)).replace(":", "-")
-    path = inbox / f"{stamp}-{UNSAFE_IN_NAMES.sub('_', message_id)[:80]}.md"
+    path = inbox / _drop_name(message_id)
     atomic_write(path, render_message_file(text, id=message_id, **fields), exclusive=True)
     return path
+
+
+def drop_messages(inbox: Path, files: Sequence[tuple[str, bytes]]) -> list[Path | OSError]:
+    """Write rendered message files ``(id, bytes)`` into ``inbox`` as one durable batch.
+
+    Each file is written and fsynced under a temp name, then all are renamed into place and
+    the folder is fsynced once (``fsutil.write_new_files``): a burst from the desktop costs
+    one sync a message and one a batch, not two a message. Each answer is the file's path, or
+    the error that kept that file (alone) out.
+    """
+    try:
+        inbox.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return [exc] * len(files)
+    used: set[str] = set()
+    paths = []
+    for message_id, _ in files:
+        name = _drop_name(message_id)
+        stem, count = name.removesuffix(".md"), 1
+        while name in used:  # two ids alike once made safe for a name, in one instant
+            count += 1
+            name = f"{stem}-{count}.md"
+        used.add(name)
+        paths.append(inbox / name)
+    errors = write_new_files([(path, data) for path, (_, data) in zip(paths, files, strict=True)])
+    return [error or path for path, error in zip(paths, errors, strict=True)]
+
+
+def _drop_name(message_id: str) -> str:
+    stamp = iso(datetime.now(UTC)).replace(":", "-")
+    return f"{stamp}-{UNSAFE_IN_NAMES.sub('_', message_id)[:80]}.md"
 
 
 @dataclass(frozen=True)
@@ -206,7 +239,7 @@ class Inbox:
         self, claimed: Path, name: str, message: Message, channel: str, admission: Admission
     ) -> Claim:
         if admission is Admission.CONFLICT:
-            return self._reject(claimed, name, "id reused with different content", message)
+            return self._reject(claimed, name, REUSED_ID, message)
         if admission is Admission.DUPLICATE:
             _remove(claimed)
             return Claim(name, admission, message)

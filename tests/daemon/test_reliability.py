@@ -369,7 +369,7 @@ def test_a_duplicate_id_is_not_processed_again(home, fake, env):
     assert duplicate.fetchone() is not None
 
 
-def test_an_id_reused_with_different_content_is_set_aside(home, fake, env):
+def test_an_id_reused_with_a_different_text_is_set_aside(home, fake, env):
     fake.add(text("First."))
     (home / "inbox" / "a.md").write_text("+++\nid = 'same'\n+++\nhello")
     run_once(home, env)
@@ -378,7 +378,7 @@ def test_an_id_reused_with_different_content_is_set_aside(home, fake, env):
     assert len(fake.requests) == 1
     assert (
         home / "failed" / "b.md.error.txt"
-    ).read_text().strip() == "id reused with different content"
+    ).read_text().strip() == "id already used for a different message"
 
 
 def test_a_second_signal_forces_an_immediate_exit(home, fake, env, daemons):

@@ -334,3 +334,17 @@ def test_a_commit_waits_for_the_disk_unless_it_is_one_a_power_cut_may_undo(tmp_p
         ("a",),
         ("c",),
     ]
+
+
+def test_ledger_tells_a_repeated_id_by_its_text_not_its_bytes(store, tmp_path):
+    ledger = Ledger(store)
+    first = message("a.md", "+++\nid = 'x'\n+++\nhello")
+    ledger.admit(first, channel="default", claimed_path=tmp_path / "a")
+    rewritten = message("b.md", "+++\nid = 'x'\nchannel = 'other'\n+++\n\nhello\n\n")
+    assert rewritten.content_hash != first.content_hash
+    assert ledger.admit(rewritten, channel="other", claimed_path=tmp_path / "b") is (
+        Admission.DUPLICATE
+    )
+    other = message("c.md", "+++\nid = 'x'\n+++\nhello!")
+    assert ledger.admit(other, channel="default", claimed_path=tmp_path / "c") is Admission.CONFLICT
+    assert ledger.get("x").message.text == "hello"

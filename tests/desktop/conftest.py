@@ -15,8 +15,9 @@ from .desktop import FakeDesktop, enable_bridge
 
 
 @pytest.fixture
-def desktop() -> Iterator[FakeDesktop]:
-    server = FakeDesktop().start()
+def desktop(request: pytest.FixtureRequest) -> Iterator[FakeDesktop]:
+    """The fake desktop; parametrize it indirectly with FakeDesktop's keyword arguments."""
+    server = FakeDesktop(**getattr(request, "param", {})).start()
     yield server
     server.stop()
 

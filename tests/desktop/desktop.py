@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,11 +26,17 @@ class Received:
     frame: dict[str, Any]
     connection: int
     seen: Any = None  # what ``observe`` returned when it arrived
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 class FakeDesktop:
-    def __init__(self) -> None:
+    """``ping_interval`` and ``ping_timeout`` are the server's keepalive (websockets' own,
+    20 s each by default): with a tight one, a client that stops reading is dropped."""
+
+    def __init__(self, *, ping_interval: float = 20, ping_timeout: float = 20) -> None:
+        self.ping_interval, self.ping_timeout = ping_interval, ping_timeout
         self.received: list[Received] = []
+        self.sent_at: dict[str, float] = {}  # message id -> time.monotonic() of its last send
         self.refusal: dict[str, Any] | None = None  # {"code", "message"}: refuse registrations
         self.observe: Callable[[dict[str, Any]], Any] | None = None
         self.close_codes: list[int | None] = []
@@ -55,7 +62,13 @@ class FakeDesktop:
         async def serve() -> None:
             from websockets.asyncio.server import serve
 
-            self._server = await serve(self._handle, "127.0.0.1", self.port)
+            self._server = await serve(
+                self._handle,
+                "127.0.0.1",
+                self.port,
+                ping_interval=self.ping_interval,
+                ping_timeout=self.ping_timeout,
+            )
             self.port = self._server.sockets[0].getsockname()[1]
             started.set()
             await self._server.wait_closed()
@@ -85,7 +98,7 @@ class FakeDesktop:
                 frame = json.loads(raw)
                 seen = self.observe(frame) if self.observe else None
                 with self._lock:
-                    self.received.append(Received(frame, number, seen))
+                    self.received.append(Received(frame, number, seen, time.monotonic()))
                 if frame.get("type") == "registration":
                     await ws.send(json.dumps(self._registration_response()))
         finally:
@@ -108,14 +121,21 @@ class FakeDesktop:
     def route(self, text: str, *, message_id: str | None = None, **metadata: Any) -> str:
         """Route a message to the client, as the desktop does; returns its id."""
         message_id = message_id or str(uuid.uuid4())
-        payload = {
-            "id": message_id,
-            "text": text,
-            "timestamp": "2026-11-22T09:00:00.000Z",
-            "metadata": {"inputMethod": "voice", "directRouted": False, **metadata},
-        }
-        self.send_raw(json.dumps({"type": "message", "payload": payload}))
+        self.sent_at[message_id] = time.monotonic()
+        self.send_raw(message_frame(message_id, text, **metadata))
         return message_id
+
+    def burst(self, messages: list[tuple[str, str]], timeout: float = 60) -> None:
+        """Send ``(id, text)`` messages back to back, as fast as the socket takes them."""
+        ws, loop = self._current, self._loop
+        assert ws is not None and loop is not None, "no client is connected"
+
+        async def send_all() -> None:
+            for message_id, text in messages:
+                self.sent_at[message_id] = time.monotonic()
+                await ws.send(message_frame(message_id, text))
+
+        asyncio.run_coroutine_threadsafe(send_all(), loop).result(timeout)
 
     # -- what the client sent ---------------------------------------------------------------
 
@@ -147,6 +167,17 @@ class FakeDesktop:
             timeout,
             f"{count} {kind} response(s) to {message_id}",
         )
+
+
+def message_frame(message_id: str, text: str, **metadata: Any) -> str:
+    """A routed ``message`` frame, as the desktop sends it."""
+    payload = {
+        "id": message_id,
+        "text": text,
+        "timestamp": "2026-11-22T09:00:00.000Z",
+        "metadata": {"inputMethod": "voice", "directRouted": False, **metadata},
+    }
+    return json.dumps({"type": "message", "payload": payload})
 
 
 def enable_bridge(home: Path, desktop: FakeDesktop, **settings: Any) -> None:

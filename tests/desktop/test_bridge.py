@@ -146,6 +146,19 @@ def test_the_same_id_twice_is_acked_twice_and_written_once(home, desktop, bridge
     assert len(inbox_files(home)) == 1
 
 
+def test_the_same_id_with_another_text_is_rejected_and_the_first_text_kept(home, desktop, bridge):
+    bridge()
+    desktop.wait_registered()
+    message_id = desktop.route("Add oat milk")
+    desktop.wait_response(message_id, "ack")
+    desktop.route("Delete all my notes", message_id=message_id)
+    (reject,) = desktop.wait_response(message_id, "reject")
+    assert reject["payload"] == {"reason": "id already used for a different message"}
+    desktop.route("Add oat milk", message_id=message_id)
+    desktop.wait_response(message_id, "ack", count=2)
+    assert [text for _, text in inbox_files(home)] == ["Add oat milk"]
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [

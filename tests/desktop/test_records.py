@@ -56,7 +56,7 @@ def test_pruning_forgets_old_sent_notifications_and_messages_never_waiting_ones(
     records.queue(notification("sent", 0))
     records.mark(notification("sent", 0), "sent")
     records.queue(notification("waiting", 0))
-    records.taken("m1")
+    records.taken({"m1": None})
     clock.moments.append(NOW + timedelta(days=8))
     assert records.prune(clock()) == 1
     assert [n.outbox_id for n in records.waiting()] == ["waiting"]
