@@ -19,7 +19,7 @@ from ..formats import iso
 from ..fsutil import move_durably, unique_path
 from ..home import Home, holder
 from ..teams.control import running_tasks
-from .health import health_fields
+from .health import health_fields, stranded_claims
 from .usage import usage_today
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,8 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     from ..pipeline.stranded import read_stranded
 
     report["stranded"] = read_stranded(home)
+    # Checked against the folder itself: the daemon cannot rewrite its report on a full disk.
+    report["stranded"] = stranded_claims(home, store, report)
     report["duplicates_skipped"] = ledger.duplicates_skipped()
     report["failed"] = _failed(home, ledger)
     report["waiting"] = [

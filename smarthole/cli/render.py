@@ -9,7 +9,7 @@ from ..conversations import ConversationView
 from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
-from .health import health_lines
+from .health import health_lines, state_file_warning
 from .output import body, one_line
 
 
@@ -153,6 +153,9 @@ def status_text(report: dict[str, Any]) -> str:
         f"daemon: running (pid {report['pid']})" if report["running"] else "daemon: not running"
     ]
     lines += ["  " + line for line in health_lines(report)]
+    stale = state_file_warning(report)
+    if stale:
+        lines.append(f"warning: {stale} — figures below come from the folders and the database")
     for key, title in (
         ("queued", "queued"),
         ("in_progress", "in progress"),
@@ -206,6 +209,10 @@ def _status_item(key: str, item: dict[str, Any]) -> str:
     if key == "waiting":
         where = f"{item['conversation']} [{one_line(item['channel'])}]"
         return f"{where} asked: {_short(item['question'])}"
+    if key == "stranded" and item["attempts"] is None:
+        return (
+            f"{_short(item['source_name'], 200)} since={item['since']} (not reported by the daemon)"
+        )
     if key == "stranded":
         return (
             f"{_short(item['source_name'], 200)} attempts={item['attempts']} "

@@ -1,10 +1,13 @@
 """What the running daemon says about itself, for ``smarthole status`` in another process.
 
 ``.smarthole/daemon.json`` holds the daemon's pid, version, start time, whether it is ready,
-its one-line status, when it last reloaded, and the last error it logged with its time. It is
-rewritten atomically (temp file, fsync, rename) by the main loop when something changed, never
+its one-line status, when it last reloaded, the last error it logged with its time, and when
+the file was written (``written_at``). It is rewritten atomically (temp file, fsync, rename) by
+the main loop when something changed, and every ``REWRITE_SECONDS`` even when nothing did, never
 from inside a logging call. It is only believed while the home's lock is held by the same pid:
-a daemon killed with -9 leaves the file behind, and the lock tells that it is stale.
+a daemon killed with -9 leaves the file behind, and the lock tells that it is stale. A file
+older than ``STALE_AFTER_SECONDS`` under a running daemon says it may be unable to write (a
+full disk, a read-only mount), and ``status`` says so.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import json
 import logging
 import os
 import threading
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 from .. import __version__
@@ -23,6 +27,12 @@ from ..fsutil import atomic_write
 from ..home import Home
 
 STATE_FILE = "daemon.json"
+# The main loop flushes about every second; a write at least this often keeps ``written_at``
+# telling that the daemon can still write, at the cost of a small file now and then.
+REWRITE_SECONDS = 15.0
+# A few rewrites missed: the loop may be held up (a commit waiting out SQLite's 30s busy
+# timeout) without anything being wrong with the disk.
+STALE_AFTER_SECONDS = 4 * REWRITE_SECONDS
 
 
 def state_path(home: Home) -> Path:
@@ -50,6 +60,7 @@ class DaemonState:
         self.clock = clock
         self._lock = threading.Lock()
         self._dirty = True
+        self._written: float | None = None  # monotonic() of the last write that succeeded
         self.data: dict[str, Any] = {
             "pid": os.getpid(),
             "version": __version__,
@@ -72,17 +83,25 @@ class DaemonState:
         self.update(last_error=message, last_error_at=iso(at))
 
     def flush(self) -> None:
-        """Write the file if anything changed; a failure is retried on the next flush."""
+        """Write the file if anything changed, or if it is due for a rewrite; a failure is
+        retried on the next flush."""
         with self._lock:
-            if not self._dirty:
+            due = self._written is None or monotonic() - self._written >= REWRITE_SECONDS
+            if not (self._dirty or due):
                 return
-            data = json.dumps(self.data, indent=1).encode()
+            # The wall clock, not the daemon's (a test's may be fake): another process
+            # compares it with its own.
+            written = {**self.data, "written_at": iso(datetime.now(UTC))}
+            data = json.dumps(written, indent=1).encode()
             self._dirty = False
         try:
             atomic_write(self.path, data)
         except OSError:
             with self._lock:
                 self._dirty = True
+        else:
+            with self._lock:
+                self._written = monotonic()
 
 
 class ErrorRecorder(logging.Handler):

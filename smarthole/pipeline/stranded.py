@@ -3,6 +3,8 @@
 A disk or database fault (EIO, a full disk, a locked database) between the claim and the
 ledger leaves the file in ``.smarthole/claimed/``. It is retried with backoff without a
 restart, and reported to ``smarthole status`` (another process) through a small JSON file.
+That file is on the disk that may be full, so ``status`` also looks at the folder itself
+(:func:`unowned_claims`).
 """
 
 from __future__ import annotations
@@ -17,14 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 from ..formats import display_name, iso
 from ..fsutil import atomic_write
+from .watch import is_candidate
 
 if TYPE_CHECKING:
+    from ..db.ledger import Ledger
     from ..home import Home
 
 logger = logging.getLogger(__name__)
 
 FIRST_DELAY = 0.5
 MAX_DELAY = 60.0
+# A claim younger than this may be one the daemon is recording right now (renamed into the
+# folder, not yet committed; the commit may wait out SQLite's 30s busy timeout), so a reader
+# in another process does not call it stranded yet.
+CLAIM_SETTLE_SECONDS = 60.0
 
 
 @dataclass
@@ -53,6 +61,34 @@ def read_stranded(home: Home) -> list[dict[str, Any]]:
     except (OSError, ValueError):
         return []
     return [item for item in items if isinstance(item, dict) and Path(item["file"]).exists()]
+
+
+def unowned_claims(home: Home, ledger: Ledger) -> list[tuple[Path, datetime]]:
+    """Claimed files no unanswered message owns, with when each came into the folder.
+
+    They are what ``Inbox.recover`` takes in or releases: a file the ledger does not name was
+    kept out of it by a fault (or a stop between claim and commit), and one whose message is
+    answered was left behind by a crash. The time is the file's ctime, which the claim's
+    rename sets: a claim seconds old may still be on its way into the ledger.
+    """
+    try:
+        paths = sorted(p for p in home.claimed.iterdir() if is_candidate(p.name))
+    except FileNotFoundError:
+        return []
+    # Asked after the listing, so a claim recorded meanwhile is known. Compared by name: the
+    # ledger's paths are the daemon's spelling of the home, which may not be ours.
+    answered = {e.claimed_path.name for e in ledger.answered_with_claims() if e.claimed_path}
+    owned = {Path(path).name for path in ledger.claimed_paths()} - answered
+    found = []
+    for path in paths:
+        if path.name in owned:
+            continue
+        try:
+            changed = path.stat().st_ctime
+        except FileNotFoundError:
+            continue  # answered and removed since the listing
+        found.append((path, datetime.fromtimestamp(changed, UTC)))
+    return found
 
 
 class StrandedClaims:
