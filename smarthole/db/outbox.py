@@ -39,6 +39,7 @@ class ItemFields(TypedDict):
     kind: str
     text: str
     waiting_for_reply: NotRequired[bool]
+    retry_of: NotRequired[str | None]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class OutboxItem:
     text: str
     path: Path
     created_at: datetime
+    # The id of the error reply this final reply follows, after `smarthole retry` of a dead
+    # message: the one message then has two final replies, and this says why.
+    retry_of: str | None = None
 
     @property
     def final(self) -> bool:
@@ -70,6 +74,7 @@ class OutboxItem:
             "kind": self.kind,
             "waiting_for_reply": self.waiting_for_reply,
             "created_at": self.created_at,
+            "retry_of": self.retry_of,
         }
         return {key: value for key, value in fields.items() if value is not None}
 
@@ -141,6 +146,7 @@ class OutboxRecord:
             text=item["text"],
             path=child(self.folder, file_name(created_at, item_id)),
             created_at=created_at,
+            retry_of=item.get("retry_of"),
         )
 
     def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
@@ -157,8 +163,8 @@ class OutboxRecord:
         """Insert ``item`` in ``state`` (in ``db``'s transaction); False if its id is taken."""
         inserted = db.execute(
             "INSERT INTO outbox (id, in_reply_to, conversation_id, channel, turn, kind, "
-            "waiting_for_reply, text, file_name, created_at, state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            "waiting_for_reply, text, file_name, created_at, state, retry_of) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             (
                 item.id,
                 item.in_reply_to,
@@ -171,6 +177,7 @@ class OutboxRecord:
                 item.path.name,
                 iso(item.created_at),
                 state,
+                item.retry_of,
             ),
         )
         return inserted.rowcount == 1

@@ -12,7 +12,7 @@ from ..formats import micros, parse_time
 from ..fsutil import PRIVATE_FILE, make_private
 from .records import KIND_CODES, KINDS, ROLES, stored_text
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -190,6 +190,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: tuple(s.strip() for s in TASK_TABLES.split(";") if s.strip()),
     4: tuple(s.strip() for s in USAGE_TABLES.split(";") if s.strip()),
     5: COMPACT_MESSAGES,
+    # A final reply after `smarthole retry` names the error reply it follows.
+    6: ("ALTER TABLE outbox ADD COLUMN retry_of TEXT",),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -273,7 +275,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     text TEXT NOT NULL,
     file_name TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    state TEXT NOT NULL
+    state TEXT NOT NULL,
+    retry_of TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_reply ON outbox (in_reply_to, created_at);
 CREATE TABLE IF NOT EXISTS events (

@@ -386,9 +386,12 @@ class Processor:
     def _final_fields(
         self, entry: LedgerEntry, conversation: Conversation, number: int, kind: str, text: str
     ) -> dict[str, Any]:
-        """The one final outbox item of this attempt's generation (written at most once)."""
+        """The one final outbox item of this attempt's generation (written at most once); a
+        later generation (the message was dead, and retried) names the error reply before."""
+        earlier = final_reply_id(entry.id, entry.generation - 1) if entry.generation else None
         return {
             "item_id": final_reply_id(entry.id, entry.generation),
+            "retry_of": earlier,
             "in_reply_to": entry.id,
             **about(conversation),
             "turn": number,

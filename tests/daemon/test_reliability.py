@@ -313,6 +313,11 @@ def test_5xx_until_max_attempts_then_failed_and_retry_redrives(home, fake, env):
     assert [f["kind"] for f in finals(home)] == ["error", "response"]
     assert finals(home)[-1].text == "Worked this time."
     assert finals(home)[-1]["turn"] == 1
+    # The message has two final replies now; the second says which one it follows.
+    first, second = finals(home)
+    assert second["retry_of"] == first["id"] and "retry_of" not in first.fields
+    stored = db(home).execute("SELECT id, retry_of FROM outbox ORDER BY created_at").fetchall()
+    assert [tuple(row) for row in stored] == [(first["id"], None), (second["id"], first["id"])]
 
 
 def test_non_retryable_errors_go_dead_at_once(home, fake, env):
