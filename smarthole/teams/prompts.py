@@ -35,7 +35,7 @@ def turn_request(task: Task, index: int, done: Sequence[AgentTurn]) -> str:
     """What agent turn ``index`` (from 0) is asked: the task, the turns so far, what is left."""
     n = len(task.agents)
     remaining = task.max_turns - index - 1
-    left = f"{remaining} turn{'s' if remaining != 1 else ''} remain after this one"
+    left = f"{remaining} turn{' remains' if remaining == 1 else 's remain'} after this one"
     parts = [f"# Task\n{task.task.strip()}"]
     if index == 0:
         others = ", ".join(task.agents[1:]) or "none"

@@ -1,0 +1,49 @@
+"""The examples people copy work as written: config.example.toml's commented blocks, and every
+fenced Python example in docs/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from smarthole.app import App
+from smarthole.home import Home
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "config.example.toml"
+
+
+def uncommented(text: str) -> tuple[str, int]:
+    """``text`` with each commented example block (``# [table]`` and the ``# key = value``
+    lines under it, up to a bare ``#``) uncommented in place; and how many blocks there were."""
+    lines, blocks, inside = [], 0, False
+    for line in text.splitlines():
+        if re.fullmatch(r"# \[[a-z][\w.\"-]*\](\s+#.*)?", line):
+            inside, blocks = True, blocks + 1
+        elif line.strip() == "#" or not line.startswith("# "):
+            inside = False
+        lines.append(line[2:] if inside else line)
+    return "\n".join(lines) + "\n", blocks
+
+
+def test_every_commented_example_of_the_config_loads(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACKER_TOKEN", "secret")
+    text, blocks = uncommented(EXAMPLE.read_text())
+    assert blocks >= 5  # plugins.webhook, agents.researcher, mcp, mcp.servers.files, .tracker
+    home = Home(tmp_path / "home")
+    home.ensure()
+    (home.root / "plugins").mkdir()  # as `smarthole init` makes it
+    home.config_file.write_text(text)
+    app = App.load(home)
+    try:
+        assert "researcher" in app.team
+        assert app.config.plugin_tables["webhook"]["url"].startswith("https://")
+        assert set(app.config.mcp.servers) == {"files", "tracker"}
+    finally:
+        app.close()
+
+
+def test_the_uncommenting_finds_a_block_and_leaves_prose():
+    text, blocks = uncommented("# Prose first.\n#\n# [x]\n# a = 1   # why\n#\n# more prose\n")
+    assert blocks == 1
+    assert text.splitlines() == ["# Prose first.", "#", "[x]", "a = 1   # why", "#", "# more prose"]
