@@ -3,7 +3,10 @@ fenced Python example in docs/."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from smarthole.app import App
@@ -47,3 +50,40 @@ def test_the_uncommenting_finds_a_block_and_leaves_prose():
     text, blocks = uncommented("# Prose first.\n#\n# [x]\n# a = 1   # why\n#\n# more prose\n")
     assert blocks == 1
     assert text.splitlines() == ["# Prose first.", "#", "[x]", "a = 1   # why", "#", "# more prose"]
+
+
+def python_blocks(document: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", document.read_text(), re.S)
+
+
+def test_the_mcp_server_of_the_docs_works_as_written(tmp_path):
+    (server,) = python_blocks(REPO / "docs" / "mcp.md")
+    home = Home(tmp_path / "home")
+    home.ensure()
+    (home.root / "shout_server.py").write_text(server)
+    toml = re.search(
+        r"```toml\n(\[mcp\.servers\.shout\].*?)```", (REPO / "docs" / "mcp.md").read_text(), re.S
+    )
+    assert toml is not None
+    # As written, but with this interpreter (which has the SDK) for "python3".
+    home.config_file.write_text(toml.group(1).replace('"python3"', json.dumps(sys.executable)))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "smarthole",
+            "mcp",
+            "call",
+            "shout",
+            "shout",
+            "--args",
+            '{"text": "hi"}',
+            "--home",
+            str(home.root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "HI!"
