@@ -147,7 +147,13 @@ class DaemonProcess:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=timeout)
 
-    def close(self) -> None:
+    def close(self, grace: float = 15) -> None:
+        """End the daemon as a service manager would: SIGTERM, so it stops what it started
+        (MCP servers, their process groups), then SIGKILL if it has not gone after ``grace``."""
         if self.process.poll() is None:
-            self.kill()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.kill()
         self._log_file.close()

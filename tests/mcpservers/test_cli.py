@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import smarthole, write_config
+from tests.helpers import smarthole, wait_for, write_config
 
 
 def test_mcp_list_starts_the_servers_without_a_daemon(home, env, stdio):
@@ -71,13 +71,22 @@ def test_status_shows_each_server(home, env, daemons, stdio):
         },
     )
     daemon = daemons(home, env)
-    status = smarthole("status", "--home", str(home), env=env)
+    # "never" fails, waits its backoff and starts again, for ever: wait until a look finds it
+    # failed (each failure's wait is longer than the last), not for the first look to.
+    failed = "    state: failed: did not start within 1 s (start timeout)"
+    status = wait_for(
+        lambda: (s := smarthole("status", "--home", str(home), env=env)).stdout.count(failed) and s,
+        timeout=60,
+    )
     assert "MCP servers: 2" in status.stdout
     assert "  files  stdio: " in status.stdout
     assert "    state: ready" in status.stdout
-    assert "    state: failed: did not start within 1 s (start timeout)" in status.stdout
-    report = json.loads(smarthole("status", "--json", "--home", str(home), env=env).stdout)
-    assert [s["state"] for s in report["mcp"]] == ["ready", "failed"]
+
+    def states() -> list[str]:
+        report = json.loads(smarthole("status", "--json", "--home", str(home), env=env).stdout)
+        return [s["state"] for s in report["mcp"]]
+
+    wait_for(lambda: states() == ["ready", "failed"], timeout=60)
     listed = smarthole("mcp", "list", "--home", str(home), env=env)
     assert "  tool files__read_note" in listed.stdout, "a running daemon's own view"
     assert daemon.terminate() == 0
