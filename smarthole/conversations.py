@@ -18,10 +18,12 @@ from .db.pending import PendingQuestions
 from .db.records import Conversation, StoredMessage, unique_match
 from .db.store import Store
 from .errors import DocumentError, UsageError
-from .formats import has_control_characters, visible
+from .formats import has_control_characters, visible, without_control_characters
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 CONTEXT_ROLES = ("human", "entry_agent")
+IMPORTED = "imported"  # the note of an imported turn, and the end reason of its conversation
+MAX_IMPORTED_TITLE = 200  # characters; a generated title has at most 8 words
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class Conversations:
         for item in outbox.items_for_conversation(conversation.id):
             if item.kind in ("message", "question", "response") and item.text.strip():
                 said.setdefault(item.turn or 0, []).append(item.text)
+        imported = {t.number for t in self.store.turns(conversation.id) if t.note == IMPORTED}
         turns: list[dict[str, Any]] = []
         for number, messages in self._by_turn(conversation.id).items():
             for message in messages:
@@ -209,12 +212,14 @@ class Conversations:
             replies = said.pop(number, None)
             if replies is None:
                 replies = [m.text for m in messages if m.kind == "assistant" and m.text.strip()]
-                replies = replies[-1:]  # the final reply, not the words around tool calls
+                if number not in imported:  # each imported reply was said; elsewhere only
+                    replies = replies[-1:]  # the final one, not the words around tool calls
             turns.extend({"turn": number, "role": "entry_agent", "content": r} for r in replies)
         return {
             "conversation_id": conversation.id,
             "channel": conversation.channel,
             "title": conversation.title or UNTITLED,
+            "summary": conversation.summary,
             "entry_agent": entry_agent,
             "turns": turns,
         }
@@ -240,12 +245,23 @@ class Conversations:
                     number = self.store.start_turn(
                         db, conversation.id, f"import:{conversation.id}:{number + 1}"
                     )
-                    self.store.complete_turn(db, conversation.id, number, note="imported")
+                    self.store.complete_turn(db, conversation.id, number, note=IMPORTED)
                 kind = "user" if role == "human" else "assistant"
                 block = [{"type": "text", "text": content}]
                 self.store.append_message(conversation.id, number, kind, block, db=db)
-        self.end(conversation, "imported")
+        self.end(conversation, IMPORTED)
+        self._keep_title_and_summary(conversation.id, data)
         return self.store.conversation(conversation.id) or conversation
+
+    def _keep_title_and_summary(self, conversation_id: str, data: dict[str, Any]) -> None:
+        """An export's title and summary come back with it (shown as plain text, bounded)."""
+        title, summary = data.get("title"), data.get("summary")
+        if isinstance(title, str) and title.strip() and title != UNTITLED:
+            cleaned = " ".join(without_control_characters(title).split())[:MAX_IMPORTED_TITLE]
+            self.store.set_title(conversation_id, cleaned, state="done")
+        if isinstance(summary, str) and summary.strip():
+            lines = (without_control_characters(line) for line in summary.splitlines())
+            self.store.set_summary(conversation_id, "\n".join(lines).strip(), state="done")
 
 
 def context_of(export: dict[str, Any]) -> dict[str, Any]:
