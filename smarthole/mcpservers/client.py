@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -169,9 +170,10 @@ class Connection:
 
             self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
             errlog = stack.enter_context(_private_file(self.stderr_path))
+            command, args = guarded(resolved.command, resolved.args)
             parameters = StdioServerParameters(
-                command=resolved.command,
-                args=resolved.args,
+                command=command,
+                args=args,
                 env=resolved.env,
                 cwd=resolved.cwd,
                 # Not "strict": one byte of stray output that is not UTF-8 would end the SDK's
@@ -338,3 +340,11 @@ class _WatchedRead:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def guarded(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The server's command line under ``guard.py`` (Linux), so it dies with the daemon."""
+    if not sys.platform.startswith("linux"):
+        return command, args  # no PR_SET_PDEATHSIG: the SDK's own stop is all there is
+    guard = str(Path(__file__).with_name("guard.py"))
+    return sys.executable, ["-I", "-S", guard, command, *args]

@@ -14,6 +14,7 @@ count runs across daemon crashes:
 - ``changing``: ``grow`` adds a tool and tells the client the list changed.
 - ``chatty``: prints lines that are not JSON-RPC on its stdout (:data:`JUNK`), once as it
   starts and again in each call of ``chatter``, before its answer.
+- ``family``: ignores SIGTERM and starts a child that ignores it too (``family-pids``).
 """
 
 from __future__ import annotations
@@ -197,7 +198,37 @@ def changing(server: MCPServer) -> None:
         return f"added {name}"
 
 
-KINDS = {"good": good, "crash": crash, "hang": hang, "changing": changing, "chatty": chatty}
+def family(server: MCPServer) -> None:
+    """A server that ignores SIGTERM and starts a child of its own that ignores it too, then
+    writes ``<server pid> <child pid>`` to ``family-pids`` in its working folder."""
+    import signal
+    import subprocess
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)",
+        ]
+    )
+    Path("family-pids.tmp").write_text(f"{os.getpid()} {child.pid}")
+    Path("family-pids.tmp").rename("family-pids")
+
+    @server.tool(annotations=READ_ONLY)
+    def hello() -> str:
+        """Say hello."""
+        return "hello"
+
+
+KINDS = {
+    "good": good,
+    "crash": crash,
+    "hang": hang,
+    "changing": changing,
+    "chatty": chatty,
+    "family": family,
+}
 
 
 def main(argv: list[str]) -> None:
