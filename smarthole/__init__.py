@@ -6,20 +6,14 @@ receive. Everything else in the package is internal and may change.
 
 from __future__ import annotations
 
-import pluggy
+from .db.events import Event
+from .db.outbox import OutboxItem
+from .db.records import Conversation, Message, StoredMessage
+from .errors import PathError, SmartholeError, ToolError
+from .hookspecs import PluginApp, hookimpl
+from .tools import ToolContext, ToolResult
 
 __version__ = "0.1.0"
-
-hookimpl = pluggy.HookimplMarker("smarthole")
-"""Marker for plugin hook implementations: ``@hookimpl def startup(app): ...``."""
-
-# The values are imported after ``hookimpl`` exists: the built-in plugins import it from here.
-from .db.events import Event  # noqa: E402
-from .db.outbox import OutboxItem  # noqa: E402
-from .db.records import Conversation, Message, StoredMessage  # noqa: E402
-from .errors import PathError, SmartholeError, ToolError  # noqa: E402
-from .hookspecs import PluginApp  # noqa: E402
-from .tools import ToolContext, ToolResult  # noqa: E402
 
 __all__ = [
     "Conversation",

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .home import Home
 
 hookspec = pluggy.HookspecMarker("smarthole")
+hookimpl = pluggy.HookimplMarker("smarthole")
+"""Marker for plugin hook implementations: ``@hookimpl def startup(app): ...``."""
 
 
 class PluginApp(Protocol):

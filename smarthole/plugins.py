@@ -44,10 +44,11 @@ NO_AUTOLOAD_ENV = "SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "SMARTHOLE_TRACE_PLUGINS"
 
 BUILTIN_PLUGINS: dict[str, str] = {
-    "conversation": "smarthole.tools.conversation",
-    "desktop": "smarthole.desktop.plugin",
-    "workspace": "smarthole.tools.workspace",
+    "conversation": "smarthole.builtins.conversation",
+    "desktop": "smarthole.builtins.desktop.plugin",
+    "workspace": "smarthole.builtins.workspace.plugin",
 }
+"""smarthole's own plugins (``smarthole/builtins/``): the name users see, and the module."""
 
 
 @dataclass(frozen=True)

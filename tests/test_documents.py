@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from smarthole.builtins.desktop.protocol import BadFrame, parse_frame
 from smarthole.cli import main
-from smarthole.desktop.protocol import BadFrame, parse_frame
 from smarthole.errors import ConfigError, MessageError
 from smarthole.formats import loads_toml
 from smarthole.pipeline.message import parse_message

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
 
 # Lowest first. The plugin host (layer 2) is what plugins see: the hooks, the manager, the
 # tool registry and the application object, whose plugin-facing part is
-# ``hookspecs.PluginApp``. The built-in tools are ordinary plugins, and ``testing`` drives the
+# ``hookspecs.PluginApp``. The built-ins are ordinary plugins, and ``testing`` drives the
 # whole daemon for plugin authors, so both sit on top. MCP servers are a source of tools: they
 # fill the registry, below the agent that calls them and the daemon that starts them.
 LAYERS: list[tuple[str, ...]] = [
@@ -29,17 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("teams",),
     ("pipeline", "conversations"),
     ("daemon",),
-    (
-        "cli",
-        "__main__",
-        "testing",
-        "desktop",
-        "tools.workspace",
-        "tools.conversation",
-        "tools.paths",
-        "tools.lines",
-        "tools.search",
-    ),
+    ("cli", "__main__", "testing", "builtins"),
 ]
 # What anything may take from the face (smarthole/__init__.py imports nothing of its own).
 FACE_NAMES = {"hookimpl", "__version__"}

@@ -181,7 +181,7 @@ def test_plugins_command_lists_plugins_hooks_and_tools(home, capsys):
     write_config(home, plugins={"paths": [str(REPO / "plugins")]})
     assert main(["plugins", "--home", str(home)]) == 0
     out = capsys.readouterr().out
-    assert "workspace  (built-in: smarthole.tools.workspace)" in out
+    assert "workspace  (built-in: smarthole.builtins.workspace.plugin)" in out
     assert "tool read_file:" in out and "tool send_message: Send a message" in out
     assert "webhook  (folder: " in out and "hooks: " in out
     assert main(["plugins", "--home", str(home), "--json"]) == 0

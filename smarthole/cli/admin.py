@@ -74,7 +74,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
 def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]:
     """The SmartHole desktop bridge: state, URL, name, last error, notifications waiting."""
     from ..config import DesktopSettings, load_config
-    from ..desktop.records import bridge_report
+    from ..builtins.desktop.records import bridge_report
     from ..errors import ConfigError
 
     try:

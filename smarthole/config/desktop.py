@@ -1,4 +1,4 @@
-"""``[desktop]``: the bridge to the SmartHole desktop router (``smarthole.desktop``).
+"""``[desktop]``: the bridge to the SmartHole desktop router (``smarthole.builtins.desktop``).
 
 The name and description are checked here, at start, against the desktop's own rules: the
 desktop would refuse the registration anyway, but only at run time and over and over.

@@ -18,10 +18,10 @@ OTHER_COMMANDS = [
     "plistlib",
 ]
 BRIDGE = [
-    "smarthole.desktop.connection",
-    "smarthole.desktop.intake",
-    "smarthole.desktop.protocol",
-    "smarthole.desktop.records",
+    "smarthole.builtins.desktop.connection",
+    "smarthole.builtins.desktop.intake",
+    "smarthole.builtins.desktop.protocol",
+    "smarthole.builtins.desktop.records",
 ]
 
 CASES = {

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from smarthole.builtins.desktop import plugin
+from smarthole.builtins.desktop.connection import Bridge, backoff_ms
+from smarthole.builtins.desktop.records import BridgeRecords
 from smarthole.config import parse_config
 from smarthole.db.outbox import OutboxItem
-from smarthole.desktop import plugin
-from smarthole.desktop.connection import Bridge, backoff_ms
-from smarthole.desktop.records import BridgeRecords
 from smarthole.errors import ConfigError
 from smarthole.formats import utc_now
 from tests.helpers import db, wait_for
@@ -100,7 +100,7 @@ def test_registration_sends_name_description_version_and_capabilities(home, desk
 
 def test_a_refused_registration_is_logged_and_retried_with_backoff(home, desktop, bridge, caplog):
     desktop.refusal = {"code": "DUPLICATE_NAME", "message": "Name already taken"}
-    caplog.set_level(logging.ERROR, logger="smarthole.desktop")
+    caplog.set_level(logging.ERROR, logger="smarthole.builtins.desktop")
     app = bridge()
     desktop.wait_registered(2, timeout=10)  # the first retry comes after about a second
     assert "DUPLICATE_NAME: Name already taken" in caplog.text
@@ -204,7 +204,7 @@ def test_a_message_is_rejected_when_the_inbox_is_not_writable(home, desktop, bri
 def test_a_bad_frame_is_ignored_with_a_warning_and_the_connection_stays_up(
     home, desktop, bridge, caplog, frame, warning
 ):
-    caplog.set_level(logging.WARNING, logger="smarthole.desktop")
+    caplog.set_level(logging.WARNING, logger="smarthole.builtins.desktop")
     bridge()
     desktop.wait_registered()
     desktop.send_raw(frame)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from smarthole.desktop.records import BridgeRecords
+from smarthole.builtins.desktop.records import BridgeRecords
 from tests.helpers import wait_for
 
 from .desktop import FakeDesktop

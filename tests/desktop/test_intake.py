@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from smarthole.builtins.desktop.intake import Intake
+from smarthole.builtins.desktop.records import MESSAGE, BridgeRecords
 from smarthole.db.ledger import Ledger
 from smarthole.db.store import Store
-from smarthole.desktop.intake import Intake
-from smarthole.desktop.records import MESSAGE, BridgeRecords
 from smarthole.pipeline.inbox import REUSED_ID
 from smarthole.pipeline.message import parse_message
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from smarthole.builtins.desktop.protocol import Notification
+from smarthole.builtins.desktop.records import BridgeRecords, bridge_report
 from smarthole.db.store import Store
-from smarthole.desktop.protocol import Notification
-from smarthole.desktop.records import BridgeRecords, bridge_report
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from smarthole.app import App
+from smarthole.builtins.workspace import plugin as workspace_plugin
 from smarthole.config import Config, WorkspaceSettings
 from smarthole.home import Home
 from smarthole.plugins import Plugins
 from smarthole.tools import ToolRegistry, ToolResult
-from smarthole.tools import workspace as workspace_plugin
 
 
 def workspace_tools(

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DesktopError
+from ...backoff import Backoff
+from ...errors import DesktopError
 from . import protocol
 from .backlog import Backlog
 from .protocol import BadFrame
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BASE_DELAY_MS = 1000
-MAX_DELAY_MS = 30000
+RECONNECT_MS = Backoff(base=1000, cap=30000, jitter=0.1, jitter_past_cap=True)
 REGISTRATION_TIMEOUT = 10.0
 REFUSED_CLOSE_CODE = 4000  # what the desktop's own client closes with after a refusal
 STOP_TIMEOUT = 10.0
@@ -45,8 +45,7 @@ MAX_BATCH = 200
 
 def backoff_ms(attempt: int, *, jitter: Callable[[float, float], float] = random.uniform) -> float:
     """The wait before reconnect number ``attempt`` (0-based), in milliseconds."""
-    base = min(BASE_DELAY_MS * 2 ** min(attempt, 30), MAX_DELAY_MS)
-    return base + jitter(0, base / 10)
+    return RECONNECT_MS.delay(attempt + 1, uniform=jitter)
 
 
 @dataclass(frozen=True)

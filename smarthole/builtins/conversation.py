@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import hookimpl
 from ..errors import LookupFailed, ToolError
-from . import ToolContext
+from ..tools import ToolContext
 
 
 @hookimpl

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from ..errors import PathError, ToolError
+from ...errors import PathError, ToolError
 
 logger = logging.getLogger(__name__)
 

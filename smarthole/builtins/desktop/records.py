@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..formats import parse_time
+from ...formats import parse_time
 from .protocol import Notification
 
 if TYPE_CHECKING:
-    from ..db.plugindata import PluginData
-    from ..db.store import Store
+    from ...db.plugindata import PluginData
+    from ...db.store import Store
 
 PLUGIN = "desktop"
 STATUS_KEY = "status"

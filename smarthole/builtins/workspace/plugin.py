@@ -1,10 +1,10 @@
 """The built-in ``workspace`` plugin: file tools over the home's ``workspace/`` folder.
 
 Read, write, edit, search, list, move, delete (to ``.trash/``) and inspect notes. Every path
-goes through :class:`~smarthole.tools.paths.WorkspacePaths`, so no argument the model can
-write reaches outside the workspace or into its protected folders. Reads find a file whatever
-the case of its name when only one matches; writes use exact paths. A filesystem error
-becomes a ``ToolError`` naming the workspace path, so the model never sees a host path.
+goes through :class:`~smarthole.builtins.workspace.paths.WorkspacePaths`, so no argument the
+model can write reaches outside the workspace or into its protected folders. Reads find a file
+whatever the case of its name when only one matches; writes use exact paths. A filesystem
+error becomes a ``ToolError`` naming the workspace path, so the model never sees a host path.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .. import hookimpl
-from ..errors import ToolError
-from ..fsutil import atomic_write, unique_path
+from ... import hookimpl
+from ...errors import ToolError
+from ...fsutil import atomic_write, unique_path
 from .lines import (
     MAX_READ_CHARS,
     LineRange,
@@ -36,7 +36,7 @@ from .paths import Entry, WorkspacePaths
 from .search import FileMatch, glob_regex, search_text
 
 if TYPE_CHECKING:
-    from ..hookspecs import PluginApp
+    from ...hookspecs import PluginApp
 
 logger = logging.getLogger(__name__)
 

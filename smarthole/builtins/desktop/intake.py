@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..db.ledger import Ledger
-from ..errors import MessageError
-from ..formats import parse_time
-from ..pipeline.inbox import REUSED_ID, drop_messages
-from ..pipeline.message import (
+from ...db.ledger import Ledger
+from ...errors import MessageError
+from ...formats import parse_time
+from ...pipeline.inbox import REUSED_ID, drop_messages
+from ...pipeline.message import (
     MAX_ID_LENGTH,
     MAX_METADATA_DEPTH,
     parse_message,

@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, hookimpl
-from ..db.events import EventLog
+from ... import __version__, hookimpl
+from ...db.events import EventLog
 
 if TYPE_CHECKING:
-    from ..db.outbox import OutboxItem
-    from ..db.store import Store
-    from ..hookspecs import PluginApp
+    from ...db.outbox import OutboxItem
+    from ...db.store import Store
+    from ...hookspecs import PluginApp
 
 logger = logging.getLogger(__name__)
 

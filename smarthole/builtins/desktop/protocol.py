@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..db.outbox import OutboxItem
-from ..errors import DesktopError
+from ...db.outbox import OutboxItem
+from ...errors import DesktopError
 
 KNOWN_TYPES = ("registration_response", "message")
 CAPABILITIES = ["messages", "notifications"]

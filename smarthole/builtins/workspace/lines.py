@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ToolError
+from ...errors import ToolError
 
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 100_000

@@ -1,0 +1,8 @@
+"""The built-in plugins: smarthole's own behaviour, written as ordinary plugins.
+
+Each registers through ``hookimpl`` as a third-party plugin does, and loads first
+(``plugins.BUILTIN_PLUGINS`` names the modules; ``[plugins] disabled`` can turn one off).
+``conversation`` gives the agent send_message, end_conversation and get_conversation;
+``workspace`` the file tools over the home's ``workspace/`` folder; ``desktop`` the bridge to
+the SmartHole desktop router. Nothing here is imported until its plugin loads.
+"""
