@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
 # whole daemon for plugin authors, so both sit on top. MCP servers are a source of tools: they
 # fill the registry, below the agent that calls them and the daemon that starts them.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "fsutil", "formats", "home", "config"),
+    ("errors", "fsutil", "formats", "backoff", "home", "config"),
     ("db",),
     ("hookspecs", "plugins", "tools", "app"),
     ("mcpservers",),
