@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Config, build_settings, load_config
@@ -82,14 +83,29 @@ class App:
 
     # -- plugin settings and tools ---------------------------------------------------------
 
-    def _load_settings(self) -> None:
+    def _load_settings(self, only: list[str] | None = None) -> None:
         def register(name: str, settings_class: type) -> None:
             if not dataclasses.is_dataclass(settings_class):
                 raise PluginError(f"plugin {name!r}: settings must be a dataclass")
             self._declared[name] = settings_class
 
-        self.plugins.call_strict("register_settings", register=register)
+        self._call_strict(only, "register_settings", register=register)
         self._settings = self._plugin_settings(self.config)
+
+    def _call_strict(self, only: list[str] | None, hook_name: str, **kwargs: Any) -> None:
+        if only is None:
+            self.plugins.call_strict(hook_name, **kwargs)
+        else:
+            self.plugins.call_strict_for(only, hook_name, **kwargs)
+
+    def add_plugins(self, files: dict[str, Path]) -> None:
+        """Load plugin files into the running app (a reload): their settings, then their
+        tools, then their ``startup``. Raises ``PluginError`` or ``ConfigError``."""
+        self.plugins.add_folder_plugins(files)
+        names = list(files)
+        self._load_settings(only=names)
+        self._load_tools(only=names)
+        self.plugins.call_strict_for(names, "startup", app=self)
 
     def _plugin_settings(self, config: Config) -> dict[str, Any]:
         """Every plugin's settings from ``config``, checked against what the plugins declared."""
@@ -130,7 +146,7 @@ class App:
             mcp_servers=set(config.mcp.servers),
         )
 
-    def _load_tools(self) -> None:
+    def _load_tools(self, only: list[str] | None = None) -> None:
         def register(
             function: Callable[..., Any], idempotent: bool = False, name: str | None = None
         ) -> None:
@@ -139,7 +155,7 @@ class App:
                 raise PluginError("register() works only inside a register_tools hook")
             self.tools.register(function, plugin=plugin, idempotent=idempotent, name=name)
 
-        self.plugins.call_strict("register_tools", register=register, app=self)
+        self._call_strict(only, "register_tools", register=register, app=self)
 
     def settings(self, plugin_name: str) -> Any:
         """The validated ``[plugins.<name>]`` settings (a dataclass, or a dict if undeclared)."""

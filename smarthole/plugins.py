@@ -134,6 +134,25 @@ class Plugins:
         """Whether a call of ``hook_name`` would reach anything (an implementation, a tracer)."""
         return self.trace or bool(getattr(self.pm.hook, hook_name).get_hookimpls())
 
+    def folder_plugins(self) -> dict[str, Path]:
+        """The loaded plugins that came from plugin folders, and their files."""
+        return {i.name: Path(i.location) for i in self.info.values() if i.source == "folder"}
+
+    def add_folder_plugins(self, files: dict[str, Path]) -> None:
+        """Import and register plugin files while the daemon runs (a reload); all or none."""
+        modules = {name: _import_file(path) for name, path in files.items()}
+        for name, module in modules.items():
+            self.register(module, name, source="folder", location=str(files[name]))
+        self.check()
+
+    def call_strict_for(self, names: Iterable[str], hook_name: str, **kwargs: Any) -> list[Any]:
+        """:meth:`call_strict`, reaching only the plugins ``names`` (ones loaded late)."""
+        if hook_name not in hookspecs.STRICT_HOOKS:
+            raise ValueError(f"{hook_name} is an isolated hook: call it with collect or notify")
+        wanted = set(names)
+        others = [p for name, p in self.pm.list_name_plugin() if name not in wanted]
+        return list(self.pm.subset_hook_caller(hook_name, remove_plugins=others)(**kwargs))
+
     def hook_names(self, name: str) -> list[str]:
         """The hooks plugin ``name`` implements, sorted."""
         plugin = self.pm.get_plugin(name)
@@ -320,6 +339,26 @@ def load_plugins(
         _load_folder(plugins, selection, _resolve_folder(home_root, folder))
     plugins.check()
     return plugins
+
+
+def folder_plugin_files(
+    *,
+    home_root: Path,
+    folders: Iterable[str],
+    enabled: Iterable[str] = (),
+    disabled: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Path]:
+    """The plugin files the folders hold now, by plugin name, as :func:`load_plugins` would
+    take them (a missing folder holds none)."""
+    selection = PluginSelection.from_settings(enabled, disabled, os.environ if env is None else env)
+    files: dict[str, Path] = {}
+    for folder in folders:
+        path = _resolve_folder(home_root, folder)
+        for file in sorted(path.glob("*.py")) if path.is_dir() else []:
+            if not file.stem.startswith(("_", ".")) and selection.allows(file.stem):
+                files.setdefault(file.stem, file)
+    return files
 
 
 def env_flag(env: Mapping[str, str], name: str) -> bool:

@@ -30,14 +30,14 @@ from typing import Any
 from ..app import App
 from ..db.ledger import LedgerEntry
 from ..db.store import Store
-from ..formats import Clock, iso, utc_now
+from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
 from ..mcpservers import McpServers
 from ..pipeline.inbox import Watcher
 from .logs import log_context, set_level
 from .memory import fix_malloc_thresholds, settle
 from .notify import Notifier
-from .reload import reload_config
+from .reload import reload_daemon
 from .runtime import Runtime
 from .signals import STOP_SIGNALS, Signals, capture_signals
 from .state import DaemonState, ErrorRecorder
@@ -85,6 +85,8 @@ class Daemon:
         self._threads: list[threading.Thread] = []
         self._grace = 0.0
         self._clean = True
+        self._mcp: McpServers | None = None
+        self._loaded_at = 0.0
         self.started = False
         self.summary: dict[str, Any] = {}
 
@@ -139,6 +141,7 @@ class Daemon:
 
     def _run_locked(self) -> None:
         Store.open(self.home.database, clock=self.clock, recover=True).close()
+        self._loaded_at = time.time()  # a plugin file changed after this needs a restart
         app = App.load(self.home, extra_plugins=self.extra_plugins, env=self.env, clock=self.clock)
         self._apply_settings(app)
         self.state = DaemonState(self.home, self.clock)
@@ -162,7 +165,7 @@ class Daemon:
     def _serve(self, app: App, runtime: Runtime) -> None:
         """Start up, run the loop until stopped, stop the workers."""
         watcher: Watcher | None = None
-        mcp = McpServers(
+        mcp = self._mcp = McpServers(
             app.config.mcp, app.home, app.tools, self.env, status=app.plugin_data("mcp")
         )
         try:
@@ -207,10 +210,9 @@ class Daemon:
         """SIGHUP: tell the service manager, re-read config.toml, then be ready again."""
         self._reload.clear()
         self.notifier.reloading()
-        if reload_config(runtime.app):
+        assert self.state is not None
+        if reload_daemon(runtime.app, self._mcp, self.state, self._loaded_at, self.clock):
             self._apply_settings(runtime.app)
-            assert self.state is not None
-            self.state.update(reloaded_at=iso(self.clock()))
         self._report_status(runtime, ready=True)
 
     def _report_status(self, runtime: Runtime, *, ready: bool = False) -> None:

@@ -68,6 +68,7 @@ class DaemonState:
             "ready": False,
             "status": "starting",
             "reloaded_at": None,
+            "restart_needed": [],  # what a reload read but only a restart applies
             "last_error": None,
             "last_error_at": None,
         }

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -51,25 +52,34 @@ class McpServers:
         """
         self.settings = settings
         self.status = status
+        self.home, self.registry, self.environ, self.clock = home, registry, environ, clock
         self._loop: EventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._tasks: list[Any] = []
+        self._stops: dict[str, asyncio.Event] = {}  # each running server's own stop
+        self._tasks: dict[str, Any] = {}
         self.servers: dict[str, Server] = {}
-        for name, server in settings.servers.items():
-            if only is not None and name != only:
-                continue
-            resolved = server.resolve(home.root, environ) if server.enabled else None
-            self.servers[name] = Server(
-                server,
-                resolved,
-                registry=registry,
-                call_timeout=settings.call_timeout(server),
-                start_timeout=settings.start_timeout(server),
-                stderr_path=home.state / "mcp" / f"{name}.stderr.log",
-                clock=clock,
-                on_change=self._save,
-            )
-        if any(s.resolved is not None for s in self.servers.values()):
+        for name in settings.servers:
+            if only is None or name == only:
+                self.servers[name] = self._server(settings, name)
+        self._require_sdk(self.servers.values())
+
+    def _server(self, settings: McpSettings, name: str) -> Server:
+        """Server ``name`` of ``settings``, its ``${VAR}``s resolved (``ConfigError``)."""
+        server = settings.servers[name]
+        resolved = server.resolve(self.home.root, self.environ) if server.enabled else None
+        return Server(
+            server,
+            resolved,
+            registry=self.registry,
+            call_timeout=settings.call_timeout(server),
+            start_timeout=settings.start_timeout(server),
+            stderr_path=self.home.state / "mcp" / f"{name}.stderr.log",
+            clock=self.clock,
+            on_change=self._save,
+        )
+
+    @staticmethod
+    def _require_sdk(servers: Iterable[Server]) -> None:
+        if any(s.resolved is not None for s in servers):
             from .client import require_sdk
 
             require_sdk()
@@ -79,18 +89,22 @@ class McpServers:
 
     def start(self, *, wait: bool = True) -> None:
         """Start every enabled server at once; with ``wait``, until each is ready or failed."""
-        enabled = [s for s in self.servers.values() if s.resolved is not None]
         self._save()
+        self._launch(list(self.servers.values()), wait=wait)
+
+    def _launch(self, servers: list[Server], *, wait: bool) -> None:
+        enabled = [s for s in servers if s.resolved is not None]
         if not enabled:
             return
-        from .client import EventLoop
+        if self._loop is None:
+            from .client import EventLoop
 
-        loop = self._loop = EventLoop()
+            self._loop = EventLoop()
+        loop = self._loop
         for server in enabled:
             server._submit = loop.submit
-        self._stopping = loop.submit(_make_event()).result()
-        stopping = self._stopping
-        self._tasks = [loop.submit(s.supervise(stopping)) for s in enabled]
+            stop = self._stops[server.settings.name] = loop.submit(_make_event()).result()
+            self._tasks[server.settings.name] = loop.submit(server.supervise(stop))
         if wait:
             loop.submit(_all_settled(enabled)).result()
             ready = sum(1 for s in enabled if s.view.state == "ready")
@@ -98,21 +112,61 @@ class McpServers:
 
     def stop(self) -> None:
         """Stop every server and the event loop; their tools leave the registry."""
-        loop, stopping = self._loop, self._stopping
-        if loop is None or stopping is None:
+        loop = self._loop
+        if loop is None:
             return
-        loop.call_soon(stopping.set)
-        import concurrent.futures
-
-        _, late = concurrent.futures.wait(self._tasks, timeout=STOP_SECONDS)
-        if late:
-            logger.warning("%d MCP server(s) did not stop in time; leaving them", len(late))
+        self._halt(list(self._tasks))
         loop.stop()
         self._loop = None
         for server in self.servers.values():
             if server.view.state != "disabled":
                 server.view.state = "stopped"
         self._save()
+
+    def _halt(self, names: list[str]) -> None:
+        """Stop these servers (on their loop) and wait for them, together."""
+        import concurrent.futures
+
+        assert self._loop is not None
+        for name in names:
+            self._loop.call_soon(self._stops.pop(name).set)
+        tasks = [self._tasks.pop(name) for name in names]
+        _, late = concurrent.futures.wait(tasks, timeout=STOP_SECONDS)
+        if late:
+            logger.warning("%d MCP server(s) did not stop in time; leaving them", len(late))
+
+    # -- a reload ---------------------------------------------------------------------------
+
+    def prepare(self, settings: McpSettings) -> McpChange:
+        """What applying ``settings`` would do; ``ConfigError`` (an unset ``${VAR}``, say) if
+        it cannot be done, before anything is changed."""
+        old, new = self.settings.servers, settings.servers
+        removed = [name for name in old if name not in new]
+        changed = [name for name in new if name in old and new[name] != old[name]]
+        added = [name for name in new if name not in old]
+        timeouts = (settings.timeout_seconds, settings.start_timeout_seconds)
+        if timeouts != (self.settings.timeout_seconds, self.settings.start_timeout_seconds):
+            changed += [n for n in new if n in old and n not in changed]  # their timeouts moved
+        starting = {name: self._server(settings, name) for name in (*changed, *added)}
+        self._require_sdk(starting.values())
+        return McpChange(self, settings, removed, changed, added, starting)
+
+    def _apply(self, change: McpChange) -> None:
+        going = [*change.removed, *change.changed]
+        for name in going:  # a call in flight finishes first; no new one starts meanwhile
+            server = self.servers[name]
+            server.registry.replace_group(server.group, [])
+            server.wait_idle(server.call_timeout + 15)
+        running = [name for name in going if name in self._tasks]
+        if running:
+            self._halt(running)
+        for name in going:
+            del self.servers[name]
+        self.settings = change.settings
+        self.servers.update(change.starting)
+        self.servers = {name: self.servers[name] for name in change.settings.servers}
+        self._save()
+        self._launch(list(change.starting.values()), wait=True)
 
     def views(self) -> list[ServerView]:
         return [s.view for s in self.servers.values()]
@@ -138,3 +192,29 @@ async def _make_event() -> asyncio.Event:
 
 async def _all_settled(servers: list[Server]) -> None:
     await asyncio.gather(*(s.settled.wait() for s in servers))
+
+
+@dataclass
+class McpChange:
+    """A reload's changes to the MCP servers, checked and ready to apply."""
+
+    owner: McpServers
+    settings: McpSettings
+    removed: list[str]
+    changed: list[str]
+    added: list[str]
+    starting: dict[str, Server]
+
+    def __bool__(self) -> bool:
+        return bool(self.removed or self.changed or self.added)
+
+    def apply(self) -> list[str]:
+        """Stop the removed and changed servers, start the changed and added ones (waiting
+        until each is ready or has failed once); returns one line per change, for the log."""
+        self.owner._apply(self)
+        said = [f"MCP server {n} stopped (removed from config.toml)" for n in self.removed]
+        for name in (*self.changed, *self.added):
+            state = self.owner.servers[name].view.state
+            verb = "restarted" if name in self.changed else "started"
+            said.append(f"MCP server {name} {verb} ({state})")
+        return said

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import KW_ONLY, dataclass, field
@@ -19,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..backoff import Backoff
 from ..config.mcp import McpServerSettings, ResolvedServer
 from ..formats import iso
 from ..tools import SchemaTool, Tool, ToolRegistry, ToolResult
@@ -29,9 +31,8 @@ from .results import to_tool_result
 
 logger = logging.getLogger(__name__)
 
-FIRST_DELAY = 1.0
-MAX_DELAY = 300.0
-STEADY_SECONDS = 60.0  # up this long, a server that exits starts again from FIRST_DELAY
+RESTART = Backoff(base=1.0, cap=300.0)
+STEADY_SECONDS = 60.0  # up this long, a server that exits starts again from the first wait
 IDEMPOTENT_HINTS = ("readOnlyHint", "idempotentHint")
 
 
@@ -76,6 +77,9 @@ class Server:
     stray_lines: StrayLines = field(init=False)
     # set by the owner: runs a coroutine on the event loop
     _submit: Callable[[Any], Any] = field(init=False)
+    # calls in flight, from the workers' threads
+    _calls: int = field(default=0, init=False)
+    _calls_changed: threading.Condition = field(default_factory=threading.Condition, init=False)
 
     def __post_init__(self) -> None:
         self.view = ServerView(
@@ -92,18 +96,19 @@ class Server:
     # -- supervision (on the event loop) ---------------------------------------------------
 
     async def supervise(self, stopping: asyncio.Event) -> None:
-        delay = FIRST_DELAY
+        failures = 0
         while not stopping.is_set():
             self._set("starting")
             up_at = await self._run_once(stopping)
             if stopping.is_set():
                 break
             if up_at is not None and time.monotonic() - up_at > STEADY_SECONDS:
-                delay = FIRST_DELAY
+                failures = 0
+            failures += 1
+            delay = RESTART.delay(failures)
             self._wait_note(delay)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), delay)
-            delay = min(delay * 2, MAX_DELAY)
         self._uninstall()
         self._set("stopped")
 
@@ -257,13 +262,29 @@ class Server:
 
     def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call ``tool`` and wait; every failure is an ``is_error`` result, never an exception."""
-        import concurrent.futures
-
         name = self.settings.name
         connection = self.connection
         if connection is None:
             why = f" ({self.view.reason})" if self.view.reason else ""
             return ToolResult(f"Error: server {name} is not running{why}", True)
+        with self._calls_changed:
+            self._calls += 1
+        try:
+            return self._wait_for(connection, tool, arguments)
+        finally:
+            with self._calls_changed:
+                self._calls -= 1
+                self._calls_changed.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no call is in flight (a reload stopping this server lets them finish)."""
+        with self._calls_changed:
+            return self._calls_changed.wait_for(lambda: self._calls == 0, timeout)
+
+    def _wait_for(self, connection: Connection, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        import concurrent.futures
+
+        name = self.settings.name
         future = self._submit(connection.call(tool, arguments, self.call_timeout))
         try:
             return to_tool_result(future.result(self.call_timeout + 15))

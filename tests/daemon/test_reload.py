@@ -131,3 +131,66 @@ def test_reload_without_a_daemon_is_one_line_and_exit_2(home, env):
     assert result.returncode == 2
     assert result.stderr.startswith("smarthole: no daemon is running")
     assert result.stderr.count("\n") == 1
+
+
+SHOUT = '''
+from smarthole import hookimpl
+
+
+def shout(text: str) -> str:
+    """Say it loudly.
+
+    :param text: What to say.
+    """
+    return text.upper() + "{mark}"
+
+
+@hookimpl
+def register_tools(register):
+    register(shout, idempotent=True)
+
+
+@hookimpl
+def startup(app):
+    (app.home.root / "shout-started").write_text("yes")
+'''
+
+
+def daemon_state(home) -> dict:
+    return json.loads((home / ".smarthole" / "daemon.json").read_text())
+
+
+def test_a_new_plugin_file_is_loaded_by_a_reload(home, fake, env, daemons):
+    from smarthole.testing import tool_use
+
+    (home / "plugins").mkdir(exist_ok=True)
+    write_config(home, plugins={"paths": ["plugins"]})
+    daemon = daemons(home, env)
+    (home / "plugins" / "shout.py").write_text(SHOUT.replace("{mark}", "!"))
+    result = smarthole("reload", "--home", str(home), env=env)
+    assert result.returncode == 0, result.stderr
+    assert (home / "shout-started").read_text() == "yes"  # its startup ran
+    assert "reload: plugin shout loaded" in daemon.output()
+    fake.add(tool_use("shout", {"text": "hi"}))
+    fake.add(text("Shouted."))
+    drop(home, "Shout hi", "m1")
+    wait_for(lambda: finals(home), 10, "the reply")
+    assert fake.requests[-1].tool_results[0]["content"] == "HI!"
+    assert daemon_state(home)["restart_needed"] == []
+    assert daemon.terminate() == 0
+
+
+def test_a_changed_plugin_file_is_named_as_needing_a_restart(home, fake, env, daemons):
+    (home / "plugins").mkdir(exist_ok=True)
+    (home / "plugins" / "shout.py").write_text(SHOUT.replace("{mark}", "!"))
+    write_config(home, plugins={"paths": ["plugins"]})
+    daemon = daemons(home, env)
+    (home / "plugins" / "shout.py").write_text(SHOUT.replace("{mark}", "!!!"))
+    write_config(home, plugins={"paths": ["plugins"]}, daemon={"workers": 2})
+    assert smarthole("reload", "--home", str(home), env=env).returncode == 0
+    changed = f"plugin file {home / 'plugins' / 'shout.py'} (changed)"
+    assert daemon_state(home)["restart_needed"] == ["[daemon] workers", changed]
+    write_config(home, plugins={"paths": ["plugins"]})  # a second reload: still needed
+    assert smarthole("reload", "--home", str(home), env=env).returncode == 0
+    assert daemon_state(home)["restart_needed"] == ["[daemon] workers", changed]
+    assert daemon.terminate() == 0
