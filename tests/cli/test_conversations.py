@@ -300,7 +300,7 @@ def test_export_has_only_what_the_person_and_the_agent_said(home, fake, env, cap
     capsys.readouterr()
     assert cli(home, "export", conversation, "--format", "json") == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"conversation_id", "channel", "title", "entry_agent", "turns"}
+    assert set(data) == {"conversation_id", "channel", "title", "summary", "entry_agent", "turns"}
     assert data["turns"] == [
         {"turn": 1, "role": "human", "content": "add milk"},
         {"turn": 1, "role": "entry_agent", "content": "Which list?"},
