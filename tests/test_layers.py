@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "fsutil", "formats", "backoff", "home", "config"),
     ("db",),
-    ("hookspecs", "plugins", "tools", "app"),
+    ("hookspecs", "plugins", "isolation", "tools", "app"),
     ("mcpservers",),
     ("agent",),
     ("teams",),
