@@ -1,7 +1,7 @@
 """The one exception hierarchy of smarthole.
 
-Library code raises these; only ``smarthole.cli`` turns them into exit codes and one-line
-messages. Every message names the file, key, plugin or message id involved.
+Library code raises these; only ``smarthole.cli`` turns them into an :class:`ExitCode` and a
+one-line message. Every message names the file, key, plugin or message id involved.
 
 ::
 
@@ -23,6 +23,29 @@ messages. Every message names the file, key, plugin or message id involved.
 """
 
 from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """The exit status of the ``smarthole`` command (pytest's ``ExitCode``).
+
+    Here, beside the errors that decide it, because the daemon's signal handling (below the
+    CLI) ends a process with :attr:`INTERRUPTED` too.
+    """
+
+    OK = 0
+    #: A request that could not be met: an unknown id, a timeout, an error reply.
+    FAILED = 1
+    #: smarthole cannot run as configured: a bad config or command line, no API key, a broken
+    #: plugin, another daemon running.
+    USAGE = 2
+    #: ``status``: the daemon is not running (the LSB and systemctl convention).
+    NOT_RUNNING = 3
+    #: Interrupted by Ctrl-C: 128 + SIGINT, as a shell reports it.
+    INTERRUPTED = 130
+    #: The reader of the output went away (``smarthole events | head``): 128 + SIGPIPE.
+    READER_GONE = 141
 
 
 class SmartholeError(Exception):

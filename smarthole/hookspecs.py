@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pluggy
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
     from datetime import datetime
 
@@ -66,7 +67,7 @@ class PluginApp(Protocol):
         ...
 
 
-STRICT_HOOKS = frozenset({"register_tools", "register_settings", "startup"})
+STRICT_HOOKS = frozenset({"register_tools", "register_settings", "register_commands", "startup"})
 """Hooks whose failure stops startup with a ``PluginError`` naming the plugin.
 
 Every other hook is isolated: an implementation that raises is logged with its plugin's name
@@ -102,6 +103,29 @@ def register_settings(register: Callable[[str, type], None]) -> None:
     a message naming ``[plugins.<name>] key``. Read the result with ``app.settings(name)``.
 
     :param register: ``register(name, settings_dataclass)``.
+    """
+
+
+@hookspec
+def register_commands(register: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add subcommands to the ``smarthole`` command line.
+
+    ``register(name, handler, help, aliases=())`` adds command ``name`` (with ``--home DIR`` and
+    ``-v`` already) and returns its ``argparse.ArgumentParser``: add the command's options to
+    it. When the command is chosen, ``handler(args)`` runs with the parsed
+    ``argparse.Namespace`` (``args.home`` is the ``--home`` given, or None) and returns the exit
+    status (None means 0); a ``SmartholeError`` it raises is printed as one line, as
+    smarthole's own are.
+
+    Called before the command line is read (unless it names one of smarthole's own commands,
+    whose names no plugin may take), when the home is not known yet: so only the plugins of
+    installed packages (entry points) take part, not the home's ``plugins/`` folder or its
+    ``[plugins]`` settings (``SMARTHOLE_PLUGINS`` and ``SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD`` do
+    apply). A name already taken, or a plugin that fails here, leaves the plugins' commands
+    out, with a warning naming the plugin; smarthole's own commands still work.
+
+    :param register: ``register(name, handler, help, aliases=())``; returns the new command's
+        parser.
     """
 
 

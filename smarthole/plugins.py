@@ -204,6 +204,20 @@ def load_plugins(
     return plugins
 
 
+def load_installed_plugins(env: Mapping[str, str] | None = None) -> Plugins:
+    """The plugins of installed packages (entry points) alone, for ``register_commands``.
+
+    The command line is read before the home is known, so its plugin folders and ``[plugins]``
+    settings cannot apply; the environment's choices (``SMARTHOLE_PLUGINS``, no autoload) do.
+    """
+    env = os.environ if env is None else env
+    plugins = Plugins(trace=env_flag(env, TRACE_ENV))
+    if not env_flag(env, NO_AUTOLOAD_ENV):
+        _load_entry_points(plugins, PluginSelection.from_settings((), (), env))
+    plugins.check()
+    return plugins
+
+
 def folder_plugin_files(
     *,
     home_root: Path,

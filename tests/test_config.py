@@ -64,6 +64,34 @@ def test_each_bad_key_is_named(data, message):
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"model": {"max_tokns": 1}},
+            "[model] unknown key 'max_tokns' (did you mean 'max_tokens'?)",
+        ),
+        ({"modle": {}}, "unknown table [modle] (did you mean [model]?)"),
+        ({"plugins": {"enabeld": []}}, "[plugins] unknown key 'enabeld' (did you mean 'enabled'?)"),
+        (
+            {"agents": {"r": {"description": "d", "tool": []}}},
+            "[agents.r] unknown key 'tool' (did you mean 'tools'?)",
+        ),
+    ],
+)
+def test_an_unknown_key_names_the_known_one_it_is_a_typo_of(data, message):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("data", [{"model": {"colour": 1}}, {"zebra": {}}])
+def test_an_unknown_key_far_from_any_suggests_nothing(data):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data)
+    assert "did you mean" not in str(caught.value)
+
+
 def test_all_bad_keys_are_reported_at_once():
     with pytest.raises(ConfigError) as caught:
         parse_config({"model": {"max_tokens": "x", "name": 3}})

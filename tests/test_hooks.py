@@ -5,12 +5,14 @@ from __future__ import annotations
 import inspect
 import re
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from smarthole import hookimpl, hookspecs
+from smarthole.cli import build_parser, main
 from smarthole.db.events import Event
 from smarthole.db.outbox import OutboxItem
 from smarthole.db.records import Conversation, Message, StoredMessage
@@ -270,6 +272,97 @@ def test_bad_plugin_settings_stop_startup(home, fake, env, table, message):
     with pytest.raises(ConfigError) as caught:
         run_once(home, env, extra_plugins=[("greeter", Greeter())])
     assert message in str(caught.value)
+
+
+def install_plugin(site: Path, name: str, source: str) -> None:
+    """Install plugin ``name`` into ``site`` as a distribution with a ``smarthole`` entry point:
+    only installed plugins can add commands."""
+    module = f"smarthole_{name}"
+    (site / module).mkdir()
+    (site / module / "__init__.py").write_text(source)
+    dist = site / f"{module}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[smarthole]\n{name} = {module}\n")
+
+
+def test_hook_register_commands(plugin_site, capsys):
+    """The docs' example, installed as a package, adds `smarthole greet NAME`."""
+    example = DOCS.split("### register_commands")[1].split("```python\n")[1].split("```")[0]
+    install_plugin(plugin_site, "greeter", "from smarthole import hookimpl\n" + example)
+    assert "say hello to someone" in build_parser().format_help()
+    assert main(["greet", "Ada"]) == 0
+    assert capsys.readouterr() == ("Hello, Ada!\n", "")
+
+
+PLUGIN_COMMANDS = """
+from smarthole import SmartholeError, hookimpl
+
+def exit_with(args):
+    return int(args.code)
+
+def refuse(args):
+    raise SmartholeError(f"cannot with home {args.home}")
+
+@hookimpl
+def register_commands(register):
+    register("exit-with", exit_with, "exit with CODE").add_argument("code", help="the status")
+    register("refuse", refuse, "always fails", aliases=["no"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "err"),
+    [
+        (["exit-with", "3"], 3, ""),
+        (["--home", "/x", "no"], 1, "smarthole: cannot with home /x\n"),
+        (["refuse", "--home", "/y"], 1, "smarthole: cannot with home /y\n"),
+    ],
+)
+def test_a_plugin_command_exits_and_fails_as_smartholes_own_do(
+    plugin_site, capsys, argv, code, err
+):
+    install_plugin(plugin_site, "extras", PLUGIN_COMMANDS)
+    assert main(argv) == code
+    assert capsys.readouterr().err == err
+
+
+@pytest.mark.parametrize(
+    ("source", "warning"),
+    [
+        (
+            "from smarthole import hookimpl\n\n@hookimpl\ndef register_commands(register):\n"
+            "    register('ls', print, 'mine now')\n",
+            "plugin 'broken' adds the command 'ls', which is taken",
+        ),
+        ("raise RuntimeError('no network')\n", "plugin 'broken' (entry point smarthole_broken)"),
+        (
+            "from smarthole import hookimpl\n\n@hookimpl\ndef register_commands(register):\n"
+            "    register('x', print, 'x').add_argument('--home')\n",
+            "plugin 'broken' (smarthole_broken) failed in register_commands",
+        ),
+    ],
+    ids=["a name taken", "an import that fails", "an option that clashes"],
+)
+def test_a_plugin_that_cannot_add_its_commands_leaves_smartholes_own_working(
+    plugin_site, capsys, source, warning
+):
+    install_plugin(plugin_site, "broken", source)
+    parser = build_parser()  # what `smarthole --help` lists
+    err = capsys.readouterr().err
+    assert warning in err and err.endswith("; the commands of plugins are left out\n")
+    assert len(err.splitlines()) == 1
+    assert parser.parse_args(["ls", "--json"]).command == "ls"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["x"])  # nothing a plugin added before it failed is left
+
+
+def test_smartholes_own_commands_load_no_plugin(plugin_site, home, capsys):
+    """No plugin may take their names, so they need none (and start faster without)."""
+    install_plugin(plugin_site, "broken", "raise RuntimeError('no network')\n")
+    assert main(["--home", str(home), "conversations"]) == 0
+    assert capsys.readouterr() == ("No conversations yet.\n", "")
+    assert "smarthole_broken" not in sys.modules
 
 
 def test_a_failing_notification_hook_is_logged_and_processing_goes_on(home, fake, env, caplog):

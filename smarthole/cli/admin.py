@@ -17,8 +17,9 @@ from ..db.records import unique_match
 from ..db.store import Store
 from ..formats import iso
 from ..fsutil import move_durably, unique_path
-from ..home import Home, holder
+from ..home import Home
 from ..teams.control import running_tasks
+from .common import daemon_pid
 from .health import health_fields, stranded_claims
 from .usage import usage_today
 
@@ -37,7 +38,7 @@ def wake_daemon(home: Home) -> None:
 
 def status_report(home: Home, store: Store) -> dict[str, Any]:
     ledger = Ledger(store)
-    pid = holder(home.lock_file)
+    pid = daemon_pid(home)
     report: dict[str, Any] = {"running": pid is not None, "pid": pid or None}
     for key, status in (
         ("queued", "queued"),
@@ -73,8 +74,8 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
 
 def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]:
     """The SmartHole desktop bridge: state, URL, name, last error, notifications waiting."""
-    from ..config import DesktopSettings, load_config
     from ..builtins.desktop.records import bridge_report
+    from ..config import DesktopSettings, load_config
     from ..errors import ConfigError
 
     try:

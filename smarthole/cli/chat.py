@@ -1,13 +1,12 @@
-"""The interactive commands: ``chat`` and ``resume`` (line editing, history, the picker).
+"""A conversation at the terminal, for ``chat`` and ``resume``: line editing, history, picking.
 
-They print; they raise ``SmartholeError`` subclasses for ``cli.main`` to turn into one-line
-messages and exit codes. A chat exits 0 at end of input, 1 when a reply did not come in time
-(the conversation is kept), and 130 on Ctrl-C.
+(``cli.commands.conversations`` declares the commands and reads their flags.) A chat ends with
+``ExitCode.OK`` at end of input, ``FAILED`` when a reply did not come in time (the conversation
+is kept), and ``INTERRUPTED`` on Ctrl-C.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -18,9 +17,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ..errors import LookupFailed
+from ..errors import ExitCode
 from ..home import Home
-from .commands import _now, opened, preflight
+from .common import daemon_pid, preflight
 
 if TYPE_CHECKING:
     from ..db.store import Store
@@ -30,64 +29,19 @@ logger = logging.getLogger(__name__)
 
 HISTORY_FILE = "chat_history"
 HISTORY_LENGTH = 1000
-NO_REPLY = 1
 
 
-def chat(args: argparse.Namespace) -> int:
-    with opened(args) as (home, store):
-        conversation_id, channel = _chat_target(store, args)
-        return _chat(home, store, channel, conversation_id, timeout=args.timeout)
-
-
-def resume(args: argparse.Namespace) -> int:
-    from ..conversations import Conversations
-    from .output import one_line
-    from .render import conversation_list
-
-    with opened(args) as (home, store):
-        conversations = Conversations(store)
-        if args.id:
-            chosen = conversations.get(args.id)
-        else:
-            views = conversations.recent(limit=20, now=_now())
-            if not views:
-                print("No previous conversations found.")
-                return 0
-            print("Recent conversations:\n")
-            print(conversation_list(views, _now()))
-            picked = _pick(len(views))
-            if picked is None:
-                return 0
-            chosen = views[picked - 1].conversation
-        chosen = conversations.reopen(chosen)
-        print(f'Resuming "{one_line(chosen.title or "Untitled conversation")}" ({chosen.id}).')
-        return _chat(home, store, chosen.channel, chosen.id, timeout=600.0)
-
-
-def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
-    from ..conversations import Conversations
-
-    conversations = Conversations(store)
-    if args.conversation:
-        conversation = conversations.reopen(conversations.get(args.conversation))
-        return conversation.id, conversation.channel
-    channel = args.channel or "chat"
-    if args.continue_:
-        recent = store.recent_conversations(channel=channel, limit=1)
-        if not recent:
-            raise LookupFailed(f"no conversation on channel {channel} to continue")
-        conversation = conversations.reopen(recent[0])
-        return conversation.id, channel
-    return None, channel
-
-
-def _chat(
+def talk(
     home: Home, store: Store, channel: str, conversation_id: str | None, *, timeout: float
 ) -> int:
-    from .mailbox import ChatSession, InProcessDaemon, daemon_running
+    """Chat on ``channel`` until end of input; returns the exit code.
+
+    With no daemon running for ``home``, one runs in this process for the chat's length.
+    """
+    from .mailbox import ChatSession, InProcessDaemon
 
     local_daemon = None
-    if not daemon_running(home):
+    if daemon_pid(home) is None:
         preflight(home)  # the same one-line error `run` gives, before anything starts
         local_daemon = InProcessDaemon(home)
         local_daemon.start()
@@ -121,10 +75,10 @@ def _talk(session: ChatSession) -> int:
         session.stop.set()
         print("\n(interrupted: everything said so far is stored)", file=sys.stderr)
         _mark_untitled(session)
-        return 130
+        return ExitCode.INTERRUPTED
     if not session.timed_out:
         _mark_untitled(session)
-        return 0
+        return ExitCode.OK
     conversation_id = session.current_conversation()
     where = (
         f"continue it with `smarthole chat --conversation {conversation_id}`"
@@ -132,7 +86,7 @@ def _talk(session: ChatSession) -> int:
         else f"message {session.last_message_id} is queued"
     )
     print(f"smarthole: no reply within {session.timeout:g}s; {where}", file=sys.stderr)
-    return NO_REPLY
+    return ExitCode.FAILED
 
 
 def _mark_untitled(session: ChatSession) -> None:
@@ -195,7 +149,8 @@ def _save_history(readline: ModuleType, history: Path) -> None:
         logger.warning("could not save the chat history to %s: %s", history, exc)
 
 
-def _pick(count: int) -> int | None:
+def pick(count: int) -> int | None:
+    """Ask for a number from 1 to ``count``; None when the person cancels or input ends."""
     while True:
         print("\nEnter number to resume, or 'q' to cancel: ", end="", flush=True)
         line = sys.stdin.readline()

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from ..agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from ..config import set_up_home
 from ..daemon import Daemon
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..formats import dumps_toml
 from ..home import Home
 from ..pipeline.inbox import drop_message
@@ -71,7 +71,7 @@ def run_demo(out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0)
                     drop_message(home.inbox, words, message_id=message_id)
                     if not _show_replies(home, message_id, shown, out, timeout):
                         out.write("The demo timed out waiting for a reply.\n")
-                        return 1
+                        return ExitCode.FAILED
                 notes = home.workspace / "Lists" / "Groceries.md"
                 if notes.exists():
                     out.write(f"\nworkspace/Lists/Groceries.md now says:\n{notes.read_text()}")
@@ -84,7 +84,7 @@ def run_demo(out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0)
             )
             if keep_in is not None:
                 out.write(f"The demo's home is kept: smarthole conversations --home {keep_in}\n")
-    return 0
+    return ExitCode.OK
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from typing import TextIO
 from ..db.outbox import OutboxItem, OutboxRecord
 from ..db.store import Store
 from ..errors import DaemonError
-from ..home import Home, holder
+from ..home import Home
 from ..pipeline.inbox import drop_message
 from .output import body
 
@@ -171,7 +171,3 @@ class InProcessDaemon:
     def stop(self) -> None:
         self.daemon.request_stop()
         self._thread.join()
-
-
-def daemon_running(home: Home) -> bool:
-    return holder(home.lock_file) is not None

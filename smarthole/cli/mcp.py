@@ -1,55 +1,51 @@
-"""``smarthole mcp list`` and ``smarthole mcp call``: the MCP servers of a home, by hand.
+"""The MCP servers of a home, by hand: what ``smarthole mcp list`` and ``mcp call`` do.
 
 Both work without a running daemon: they start the servers themselves for as long as the
 command runs. ``list`` shows a running daemon's own view instead, as it recorded it.
+(``cli.commands.mcp`` declares the commands and reads their flags.)
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import DocumentError, LookupFailed, UsageError
+from ..errors import DocumentError, ExitCode, LookupFailed, UsageError
 from ..formats import loads_json
-from .commands import _home
-from .output import print_json
+from .common import daemon_pid, open_store
 from .render import server_lines
 
-
-def mcp_list(args: argparse.Namespace) -> int:
-    views = _running_views(args) or _fresh_views(args)
-    if args.json:
-        print_json(views)
-    elif not views:
-        print("No MCP servers in config.toml (add a [mcp.servers.<name>] table).")
-    else:
-        print("\n".join(server_lines(views, tools=True)))
-    return 0
+if TYPE_CHECKING:
+    from ..home import Home
 
 
-def mcp_call(args: argparse.Namespace) -> int:
+def server_views(home: Home) -> list[dict[str, Any]]:
+    """Each configured server's state and tools: the running daemon's, else started here."""
+    return _running_views(home) or _fresh_views(home)
+
+
+def call(home: Home, server: str, tool_name: str, arguments: dict[str, Any]) -> int:
+    """Start ``server``, call its tool ``tool_name`` and print the result; the exit code."""
     from ..app import App
     from ..mcpservers import McpServers, exposed_name
 
-    arguments = _arguments(args.args)
-    app = App.load(_home(args))
+    app = App.load(home)
     try:
-        if args.server not in app.config.mcp.servers:
-            raise LookupFailed(f"no MCP server named {args.server!r} in config.toml")
-        servers = McpServers(app.config.mcp, app.home, app.tools, os.environ, only=args.server)
+        if server not in app.config.mcp.servers:
+            raise LookupFailed(f"no MCP server named {server!r} in config.toml")
+        servers = McpServers(app.config.mcp, app.home, app.tools, os.environ, only=server)
         servers.start()
         try:
             (view,) = servers.views()
             if view.state != "ready":
                 print("\n".join(server_lines([view.as_dict()], tools=False)), file=sys.stderr)
-                return 1
-            name = args.tool if "__" in args.tool else exposed_name(args.server, args.tool)
+                return ExitCode.FAILED
+            name = tool_name if "__" in tool_name else exposed_name(server, tool_name)
             tool = app.tools.get(name)
-            if tool is None or tool.plugin != f"mcp:{args.server}":
+            if tool is None or tool.plugin != f"mcp:{server}":
                 offered = ", ".join(t["server_tool"] for t in view.tools) or "none"
-                raise LookupFailed(f"server {args.server} has no tool {args.tool!r} ({offered})")
+                raise LookupFailed(f"server {server} has no tool {tool_name!r} ({offered})")
             result = tool.call(arguments, None)
         finally:
             servers.stop()
@@ -60,28 +56,28 @@ def mcp_call(args: argparse.Namespace) -> int:
             source = block["source"]
             print(f"[image {source['media_type']}, {len(source['data']) * 3 // 4} bytes]")
     print(result.text)
-    return 1 if result.is_error else 0
+    return ExitCode.FAILED if result.is_error else ExitCode.OK
 
 
-def _running_views(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _running_views(home: Home) -> list[dict[str, Any]]:
     """A running daemon's servers as it recorded them (empty when none is running)."""
-    from ..home import holder
     from ..mcpservers import recorded_views
-    from .commands import opened
 
-    home = _home(args)
-    if holder(home.lock_file) is None:
+    if daemon_pid(home) is None:
         return []
-    with opened(args) as (_, store):
+    store = open_store(home)
+    try:
         return recorded_views(store.plugin_data("mcp"))
+    finally:
+        store.close()
 
 
-def _fresh_views(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _fresh_views(home: Home) -> list[dict[str, Any]]:
     """Start every configured server, look, and stop them again."""
     from ..app import App
     from ..mcpservers import McpServers
 
-    app = App.load(_home(args))
+    app = App.load(home)
     try:
         servers = McpServers(app.config.mcp, app.home, app.tools, os.environ)
         servers.start()
@@ -93,7 +89,8 @@ def _fresh_views(args: argparse.Namespace) -> list[dict[str, Any]]:
         app.close()
 
 
-def _arguments(text: str | None) -> dict[str, Any]:
+def arguments_of(text: str | None) -> dict[str, Any]:
+    """``--args``: a JSON object (none given: no arguments)."""
     if text is None:
         return {}
     try:

@@ -29,6 +29,12 @@ def one_line(text: object) -> str:
     return visible(str(text))
 
 
+def short(value: object, limit: int = 60) -> str:
+    """A field on one line, cut to ``limit`` characters (newlines read as spaces)."""
+    text = one_line(str(value).replace("\n", " "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def body(text: str) -> str:
     """A body of text: newlines and tabs kept, every other control character visible."""
     return visible(text, keep=BODY)

@@ -9,8 +9,9 @@ from ..conversations import ConversationView
 from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
+from .common import title_line
 from .health import health_lines, state_file_warning
-from .output import body, one_line
+from .output import body, one_line, short
 
 
 def relative_time(then: datetime, now: datetime) -> str:
@@ -62,7 +63,7 @@ def transcript(
 ) -> str:
     """Turns with times, the user's and the agent's words, questions, tools used, errors."""
     lines = [
-        one_line(conversation.title or "Untitled conversation"),
+        title_line(conversation.title),
         f"conversation {conversation.id} · channel {conversation.channel} · "
         f"started {local(conversation.created_at)}",
     ]
@@ -138,14 +139,9 @@ def event_line(event: Event) -> str:
     if event.message_id:
         parts.append(f"msg={one_line(event.message_id[:12])}")
     details = ", ".join(
-        f"{one_line(k)}={_short(v)}" for k, v in event.data.items() if v not in (None, "")
+        f"{one_line(k)}={short(v)}" for k, v in event.data.items() if v not in (None, "")
     )
     return " ".join(parts) + (f"  {details}" if details else "")
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = one_line(str(value).replace("\n", " "))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def status_text(report: dict[str, Any]) -> str:
@@ -198,7 +194,7 @@ def _desktop_line(bridge: dict[str, Any]) -> str:
     if bridge["state"] != "disabled":
         line += f" ({one_line(bridge['url'])} as {one_line(bridge['name'])})"
     if bridge["last_error"] and bridge["state"] != "connected":
-        line += f" · last error: {_short(bridge['last_error'], 80)}"
+        line += f" · last error: {short(bridge['last_error'], 80)}"
     waiting = bridge["notifications_waiting"]
     if waiting:
         line += f" · {waiting} notification{'s' if waiting != 1 else ''} waiting"
@@ -208,22 +204,22 @@ def _desktop_line(bridge: dict[str, Any]) -> str:
 def _status_item(key: str, item: dict[str, Any]) -> str:
     if key == "waiting":
         where = f"{item['conversation']} [{one_line(item['channel'])}]"
-        return f"{where} asked: {_short(item['question'])}"
+        return f"{where} asked: {short(item['question'])}"
     if key == "stranded" and item["attempts"] is None:
         return (
-            f"{_short(item['source_name'], 200)} since={item['since']} (not reported by the daemon)"
+            f"{short(item['source_name'], 200)} since={item['since']} (not reported by the daemon)"
         )
     if key == "stranded":
         return (
-            f"{_short(item['source_name'], 200)} attempts={item['attempts']} "
+            f"{short(item['source_name'], 200)} attempts={item['attempts']} "
             f"next={item['next_attempt_at']} "
-            f"last error: {_short(item['last_error'], 70)}"
+            f"last error: {short(item['last_error'], 70)}"
         )
     if key == "failed":
-        return f"{_short(item.get('id') or item['file'], 200)} — {_short(item['error'] or '', 80)}"
+        return f"{short(item.get('id') or item['file'], 200)} — {short(item['error'] or '', 80)}"
     text = f"{one_line(item['id'])} [{one_line(item['channel'])}] attempts={item['attempts']}"
     if key == "deferred":
-        text += f" next={item['next_attempt_at']} last error: {_short(item['last_error'], 70)}"
+        text += f" next={item['next_attempt_at']} last error: {short(item['last_error'], 70)}"
     return text
 
 
@@ -249,7 +245,7 @@ def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
         lines += [f"  stderr: {one_line(line)}" for line in view.get("stderr") or []]
         if tools:
             for tool in view.get("tools") or []:
-                summary = _short(tool["description"], 200)
+                summary = short(tool["description"], 200)
                 lines.append(f"  tool {one_line(tool['name'])} [{_hints(tool)}]: {summary}")
             lines += [f"  refused: {one_line(name)}" for name in view.get("refused") or []]
     return lines

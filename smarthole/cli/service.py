@@ -4,12 +4,12 @@ Linux gets a systemd **user** unit (``Type=notify``, watchdog, reload on SIGHUP)
 launchd agent. The API key is never written into the unit: it goes into the home's
 ``.smarthole/service.env`` (0600), which the unit reads, and it is never printed. ``--dry-run``
 prints the files and commands and changes nothing. What each manager's files look like is in
-``units``; this module plans, checks, writes and runs.
+``units``; this module plans, checks, writes and runs (``cli.commands.operations`` declares the
+commands and their flags).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DaemonError, LookupFailed, SmartholeError, UsageError
+from ..errors import DaemonError, ExitCode, LookupFailed, SmartholeError, UsageError
 from ..fsutil import atomic_write
-from ..home import Home, holder
+from ..home import Home
+from .common import daemon_pid
 from .units import (
     ENV_HEADER,
     SECRET_ENV,
@@ -52,11 +53,6 @@ class Plan:
     @property
     def start(self) -> list[list[str]]:
         return self.target.start_commands
-
-
-def main(args: argparse.Namespace) -> int:
-    handlers = {"install": install, "uninstall": uninstall, "status": status}
-    return handlers[args.service_command](args)
 
 
 # -- choosing the manager ---------------------------------------------------------------------
@@ -126,18 +122,23 @@ def plan_install(home: Home, name: str | None, env: Mapping[str, str]) -> Plan:
     return Plan(target=target, env_file=service_env(home), secrets=secrets)
 
 
-def install(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    from .commands import _home
-
-    env = os.environ if env is None else env
-    plan = plan_install(_home(args), args.name, env)
+def install(
+    home: Home,
+    *,
+    name: str | None,
+    dry_run: bool,
+    force: bool,
+    start: bool,
+    env: Mapping[str, str],
+) -> int:
+    plan = plan_install(home, name, env)
     unit = plan.target.unit_path
-    if args.dry_run:
-        print(describe(plan, args))
-        return 0
-    if unit.exists() and not args.force:
+    if dry_run:
+        print(describe(plan, force=force, start=start))
+        return ExitCode.OK
+    if unit.exists() and not force:
         raise UsageError(f"{unit} already exists; use --force to replace it")
-    if not args.no_start:
+    if start:
         check_manager(plan.target, env)
     unit.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(unit, plan.target.unit_text.encode(), mode=0o644)
@@ -147,30 +148,30 @@ def install(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> i
         print(f"Wrote {plan.env_file} (mode 0600) with {', '.join(plan.secrets)}")
     elif not plan.env_file.exists():
         print(f"Note: ANTHROPIC_API_KEY is not set; put it in {plan.env_file} (KEY='value', 0600)")
-    if args.no_start:
+    if not start:
         print("Not started. To start it:\n" + "\n".join(f"  {shlex.join(c)}" for c in plan.start))
-        return 0
+        return ExitCode.OK
     for command in plan.start:
         run_command(command, env)
         print(f"Ran {shlex.join(command)}")
     print(plan.target.next_steps)
-    return 0
+    return ExitCode.OK
 
 
-def describe(plan: Plan, args: argparse.Namespace) -> str:
+def describe(plan: Plan, *, force: bool, start: bool) -> str:
     """The ``--dry-run`` text: every file with its content (secrets by name), every command."""
     unit = plan.target.unit_path
     lines = [f"Would write {unit}:", ""]
     lines += [f"    {line}".rstrip() for line in plan.target.unit_text.splitlines()]
     lines.append("")
-    if unit.exists() and not args.force:
+    if unit.exists() and not force:
         lines.append(f"Note: {unit} already exists; without --force, install stops here.")
     if plan.secrets:
         names = ", ".join(plan.secrets)
         lines.append(f"Would write {plan.env_file} (mode 0600) with {names} (values not shown)")
     else:
         lines.append(f"ANTHROPIC_API_KEY is not set: {plan.env_file} would not be written")
-    if args.no_start:
+    if not start:
         lines.append("Would run nothing (--no-start)")
     else:
         lines.append("Would run:")
@@ -181,16 +182,15 @@ def describe(plan: Plan, args: argparse.Namespace) -> str:
 # -- uninstall and status ---------------------------------------------------------------------
 
 
-def installed(args: argparse.Namespace, env: Mapping[str, str]) -> ServiceTarget:
-    target = target_for(args.name, None, env=env)
+def installed(name: str | None, env: Mapping[str, str]) -> ServiceTarget:
+    target = target_for(name, None, env=env)
     if not target.unit_path.exists():
         raise LookupFailed(f"no smarthole service is installed at {target.unit_path}")
     return target
 
 
-def uninstall(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    env = os.environ if env is None else env
-    target = installed(args, env)
+def uninstall(name: str | None, env: Mapping[str, str]) -> int:
+    target = installed(name, env)
     check_manager(target, env)
     env_file = target.env_file()  # None when the unit is not as install wrote it
     if env_file is None:
@@ -208,7 +208,7 @@ def uninstall(args: argparse.Namespace, env: Mapping[str, str] | None = None) ->
         print(f"Removed {env_file}")
     for command in target.after_removal:
         run_command(command, env, check=False)
-    return 0
+    return ExitCode.OK
 
 
 def ours(env_file: Path) -> bool:
@@ -219,33 +219,24 @@ def ours(env_file: Path) -> bool:
         return False
 
 
-def status(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    from . import commands
-
-    env = os.environ if env is None else env
-    target = installed(args, env)
+def manager_status(name: str | None, env: Mapping[str, str]) -> Path | None:
+    """Print the service manager's view of the service; returns the home it runs, if known."""
+    target = installed(name, env)
     check_manager(target, env)
     print(run_command(target.status_command, env, check=False).rstrip())
     print()
-    home = target.home()
-    if home is None:
-        return commands.NOT_RUNNING
-    return commands.status(
-        argparse.Namespace(home=str(home), json=False, check=False, max_queue_age=None)
-    )
+    return target.home()
 
 
 # -- reload -----------------------------------------------------------------------------------
 
 
-def reload(args: argparse.Namespace) -> int:
+def reload(home: Home) -> int:
     """Ask the running daemon to re-read config.toml (SIGHUP) and say how it went."""
     from ..daemon.signals import send_reload
     from ..daemon.state import read_state
-    from .commands import _home
 
-    home = _home(args)
-    pid = holder(home.lock_file)
+    pid = daemon_pid(home)
     if not pid or pid < 0:
         raise DaemonError(f"no daemon is running for {home.root}; nothing to reload")
     before = read_state(home, pid) or {}
@@ -255,10 +246,10 @@ def reload(args: argparse.Namespace) -> int:
         state = read_state(home, pid) or {}
         if state.get("reloaded_at") != before.get("reloaded_at"):
             print(f"Reloaded {home.config_file} (pid {pid}).")
-            return 0
+            return ExitCode.OK
         error = state.get("last_error") or ""
         if state.get("last_error_at") != before.get("last_error_at") and "reload" in error:
             raise SmartholeError(error)
         time.sleep(0.05)
     print(f"Asked the daemon (pid {pid}) to reload; it has not confirmed yet (see its log).")
-    return 0
+    return ExitCode.OK

@@ -1,28 +1,31 @@
-"""``smarthole agents``, ``tasks`` (list, show, abort) and ``import``: agent teams for people."""
+"""Agent teams for people: the agents, and the tasks with their turns, as ``smarthole agents``
+and ``tasks`` (list, show, abort) print them (``cli.commands.teams`` declares the commands)."""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LookupFailed
-from .commands import opened
-from .output import one_line, print_json
+from .common import daemon_pid
+from .output import one_line, print_json, short
+
+if TYPE_CHECKING:
+    from ..db.store import Store
+    from ..home import Home
 
 
-def agents(args: argparse.Namespace) -> int:
+def print_agents(home: Home, *, as_json: bool) -> None:
     """The entry agent first, then each team agent with its description, model and tools."""
     from ..app import App
     from ..config import load_config
 
-    with opened(args) as (home, _):
-        config = load_config(home)
-        app = App.load(home, config)
-        try:
-            team = app.team
-            entry_tools = [tool.name for tool in app.tools]
-        finally:
-            app.close()
+    config = load_config(home)
+    app = App.load(home, config)
+    try:
+        team = app.team
+        entry_tools = [tool.name for tool in app.tools]
+    finally:
+        app.close()
     listed: list[dict[str, Any]] = [
         {
             "name": config.agent.name,
@@ -42,9 +45,9 @@ def agents(args: argparse.Namespace) -> int:
                 "tools": [*agent.tools, "finish_task"],
             }
         )
-    if args.json:
+    if as_json:
         print_json(listed)
-        return 0
+        return
     for entry in listed:
         role = " (entry agent)" if entry["role"] == "entry" else ""
         print(f"{entry['name']}{role}: {entry['description']}")
@@ -52,19 +55,18 @@ def agents(args: argparse.Namespace) -> int:
         print(f"  tools: {', '.join(entry['tools']) or 'none'}")
     if not team:
         print("No team agents: add [agents.<name>] tables to config.toml (see the README).")
-    return 0
 
 
-def tasks(args: argparse.Namespace) -> int:
+def print_tasks(store: Store, *, everything: bool, as_json: bool) -> None:
+    """Running tasks and the last ten (``everything``: all of them), one line each."""
     from ..db.tasks import Tasks
     from ..teams.control import describe
 
-    with opened(args) as (_, store):
-        table = Tasks(store)
-        listed = [describe(t, table.turn_count(t.id)) for t in table.listing(everything=args.all)]
-    if args.json:
+    table = Tasks(store)
+    listed = [describe(t, table.turn_count(t.id)) for t in table.listing(everything=everything)]
+    if as_json:
         print_json(listed)
-        return 0
+        return
     if not listed:
         print("No tasks yet.")
     for task in listed:
@@ -72,25 +74,24 @@ def tasks(args: argparse.Namespace) -> int:
         print(
             f"{task['id']}  {task['status']:<11} conv={task['conversation'][:8]} "
             f"agents={','.join(task['agents'])} turns={task['turns_done']}/{task['max_turns']} "
-            f"{task['created_at'][:16].replace('T', ' ')}  {_short(first)}"
+            f"{task['created_at'][:16].replace('T', ' ')}  {short(first)}"
         )
-    return 0
 
 
-def show(args: argparse.Namespace) -> int:
+def print_task(store: Store, wanted: str, *, as_json: bool) -> None:
+    """Task ``wanted`` (an id or a unique prefix) and each of its agent turns."""
     from ..db.tasks import Tasks
     from ..teams.control import describe
 
-    with opened(args) as (_, store):
-        table = Tasks(store)
-        task = table.find(args.id)
-        turns = table.turns(task.id)
+    table = Tasks(store)
+    task = table.find(wanted)
+    turns = table.turns(task.id)
     data = describe(task, len(turns))
     data["result"] = task.result
     data["turns"] = [{"agent": t.agent, "index": t.index, "text": t.text} for t in turns]
-    if args.json:
+    if as_json:
         print_json(data)
-        return 0
+        return
     print(f"Task {task.id}: {task.status}" + (f" ({one_line(task.note)})" if task.note else ""))
     print(f"Conversation {task.conversation_id}, turn {task.turn}")
     print(f"Agents: {', '.join(task.agents)}; turns {len(turns)} of at most {task.max_turns}")
@@ -102,26 +103,16 @@ def show(args: argparse.Namespace) -> int:
         print(turn.text.strip() + "\n")
     if task.result and task.finished:
         print(f"Result:\n{task.result.strip()}")
-    return 0
 
 
-def abort(args: argparse.Namespace) -> int:
+def abort(home: Home, store: Store, wanted: str) -> str:
+    """Stop task ``wanted`` after the model call in flight; returns what to tell the person."""
     from ..db.tasks import Tasks
-    from ..home import holder
     from ..teams.control import abort_task
 
-    with opened(args) as (home, store):
-        task = Tasks(store).find(args.id)
-        if task.finished:
-            raise LookupFailed(f"task {task.id} has already finished ({task.status})")
-        now = abort_task(store, task, loop_may_run=holder(home.lock_file) is not None)
-    if now:
-        print(f"Task {task.id} aborted; the entry agent hears it when its turn goes on.")
-    else:
-        print(f"Task {task.id} will stop after the model call in flight returns.")
-    return 0
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = one_line(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    task = Tasks(store).find(wanted)
+    if task.finished:
+        raise LookupFailed(f"task {task.id} has already finished ({task.status})")
+    if abort_task(store, task, loop_may_run=daemon_pid(home) is not None):
+        return f"Task {task.id} aborted; the entry agent hears it when its turn goes on."
+    return f"Task {task.id} will stop after the model call in flight returns."

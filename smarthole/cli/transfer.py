@@ -1,50 +1,45 @@
-"""``smarthole export`` and ``import``: a conversation out as JSON, Markdown or seed 001's
-context JSON, and a context JSON back in as a new conversation."""
+"""A conversation out as JSON, Markdown or seed 001's context JSON (``export``), and a context
+JSON back in as a new conversation (``import``)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DocumentError, UsageError
 from ..formats import loads_json
-from .commands import opened
-from .output import print_json
+from .output import dumps
+
+if TYPE_CHECKING:
+    from ..db.store import Store
+    from ..home import Home
 
 MAX_IMPORT_CHARACTERS = 64 << 20  # a context of text only; far above any real conversation
 
 
-def export(args: argparse.Namespace) -> int:
+def export_text(home: Home, store: Store, wanted: str, format: str) -> str:
+    """Conversation ``wanted`` (an id or a unique prefix) as ``json``, ``context`` or Markdown."""
     from ..config import load_config
     from ..conversations import Conversations, context_of
     from ..db.outbox import OutboxRecord
     from .render import export_markdown
 
-    with opened(args) as (home, store):
-        conversations = Conversations(store)
-        entry = load_config(home).agent.name
-        data = conversations.export(
-            conversations.get(args.id), OutboxRecord(home, store), entry_agent=entry
-        )
-    if args.format == "json":
-        print_json(data)
-    elif args.format == "context":
-        print_json(context_of(data))
-    else:
-        print(export_markdown(data))
-    return 0
+    conversations = Conversations(store)
+    entry = load_config(home).agent.name
+    data = conversations.export(
+        conversations.get(wanted), OutboxRecord(home, store), entry_agent=entry
+    )
+    if format == "json":
+        return dumps(data)
+    if format == "context":
+        return dumps(context_of(data))
+    return export_markdown(data)
 
 
-def import_context(args: argparse.Namespace) -> int:
-    """Read a context JSON (seed 001's shape) into a new conversation; print its id."""
-    from ..conversations import Conversations
-
-    source = "standard input" if args.file == "-" else args.file
-    data = loads_json(_read_document(args.file, source), source=source)
-    with opened(args) as (_, store):
-        conversation = Conversations(store).import_context(data, channel=args.channel)
-    print(conversation.id)
-    return 0
+def read_context(file: str) -> Any:
+    """The JSON document in ``file`` (``-``: standard input), for ``import``."""
+    source = "standard input" if file == "-" else file
+    return loads_json(_read_document(file, source), source=source)
 
 
 def _read_document(file: str, source: str) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING, Any
 
-from .output import one_line, print_json
+from ..errors import ExitCode
+from .common import title_line
+from .output import print_json
 
 if TYPE_CHECKING:
     from ..db.records import Conversation
@@ -36,7 +38,7 @@ def show_usage(store: Store, wanted: str, *, as_json: bool) -> int:
         print_json(report)
     else:
         print(usage_text(report))
-    return 0
+    return ExitCode.OK
 
 
 def conversation_usage(conversation: Conversation, groups: list[UsageGroup]) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def conversation_usage(conversation: Conversation, groups: list[UsageGroup]) -> 
 
 def usage_text(report: dict[str, Any]) -> str:
     """An aligned table: one line per turn, then titles, summaries and the total."""
-    title = one_line(report["title"] or "Untitled conversation")
+    title = title_line(report["title"])
     head = f'Usage of "{title}" ({report["conversation"]})'
     if not report["total"]["requests"]:
         return f"{head}\nNo model usage recorded."

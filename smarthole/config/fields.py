@@ -1,6 +1,7 @@
 """Settings fields: ``setting()`` declares one, ``build_settings`` fills a dataclass of them.
 
-Each bad key becomes one message in the caller's error list, named as ``[table] key``.
+Each bad key becomes one message in the caller's error list, named as ``[table] key``; an
+unknown one says which known key it is probably a typo of.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import field
 from typing import Any, TypeVar
 
@@ -29,7 +31,7 @@ def build_settings(cls: type[T], table: dict[str, Any], where: str, errors: list
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
-            errors.append(f"{where} unknown key {key!r}")
+            errors.append(f"{where} unknown key {key!r}{did_you_mean(key, known)}")
             continue
         problem = _check_value(value, hints[key], known[key].metadata.get("minimum"))
         if problem:
@@ -41,6 +43,20 @@ def build_settings(cls: type[T], table: dict[str, Any], where: str, errors: list
     except (TypeError, ValueError) as exc:  # a plugin's own __post_init__ validation
         errors.append(f"{where} {exc}")
         return cls()
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name ``name`` is most likely a typo of, if one is close enough."""
+    import difflib  # only a typo needs it
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'max_tokens'?)`` when a known key is close to ``key``; else ``""``."""
+    close = closest(key, known)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _check_value(value: Any, hint: Any, minimum: float | None) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 from ..formats import dumps_toml, loads_toml
 from ..home import Home
-from .fields import build_settings
+from .fields import build_settings, closest
 from .mcp import parse_mcp
 from .settings import SECTIONS, AgentSettings, Config
 from .teams import check_entry_name, parse_agents
@@ -41,7 +41,10 @@ def parse_config(data: dict[str, Any], *, source: str = "config.toml") -> Config
     plugin_tables: dict[str, dict[str, Any]] = {}
     for name, value in data.items():
         if name not in SECTIONS and name not in NAMED_TABLES:
-            errors.append(f"unknown table [{name}]")
+            close = closest(name, [*SECTIONS, *NAMED_TABLES])
+            errors.append(
+                f"unknown table [{name}]" + (f" (did you mean [{close}]?)" if close else "")
+            )
             continue
         if not isinstance(value, dict):
             errors.append(f"[{name}] must be a table")

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..home import Home
-from .fields import build_settings, setting
+from .fields import build_settings, closest, setting
 
 AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 NAME_RULE = "a lowercase letter, then up to 31 lowercase letters, digits, - or _"
@@ -116,6 +116,7 @@ def resolve_team(
             errors.append(
                 f"{where} tools: no plugin registers a tool named {tool!r}"
                 + (f" and there is no MCP server {server!r}" if separator else "")
+                + _what_there_is(tool, tool_names, mcp_servers)
             )
         team[name] = TeamAgent(
             name=name,
@@ -127,3 +128,24 @@ def resolve_team(
     if errors:
         raise ConfigError(f"{home.config_file}: " + "; ".join(errors))
     return team
+
+
+def _what_there_is(tool: str, tool_names: Collection[str], mcp_servers: Collection[str]) -> str:
+    """`` (did you mean 'read_file'? a team agent may use edit_file, ...)``: the valid names,
+    which only the loaded plugins and the configured MCP servers know."""
+    allowed = sorted(set(tool_names) - ENTRY_ONLY_TOOLS)
+    server, separator, rest = tool.partition(MCP_SEPARATOR)
+    if separator:
+        near = closest(server, mcp_servers)
+        close = f"{near}{MCP_SEPARATOR}{rest}" if near else None
+    else:
+        close = closest(tool, allowed)
+    hint = f"did you mean {close!r}? " if close else ""
+    offered = (
+        f"a team agent may use {', '.join(allowed)}" if allowed else "no plugin tool is loaded"
+    )
+    if mcp_servers:
+        names = sorted(mcp_servers)
+        servers = f"server{'s' if len(names) > 1 else ''} {', '.join(names)}"
+        offered += f", or <server>{MCP_SEPARATOR}<tool> of the MCP {servers}"
+    return f" ({hint}{offered})"

@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
 
+from ..errors import ExitCode
+
 logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 DAEMON_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 INTERRUPT_SIGNALS = (signal.SIGINT,)
-INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C
 FORCED_EXIT_LINE = b"smarthole: forced exit\n"
 
 Signals = signal.Signals
@@ -50,9 +51,9 @@ class CapturedSignals:
         """True once SIGINT (Ctrl-C) has been received."""
         return signal.SIGINT in self.received
 
-    def exit_code(self, default: int = 0) -> int:
-        """130 after Ctrl-C (the shell convention), else ``default``."""
-        return INTERRUPTED if self.interrupted else default
+    def exit_code(self, default: int = ExitCode.OK) -> int:
+        """``ExitCode.INTERRUPTED`` (130) after Ctrl-C, else ``default``."""
+        return ExitCode.INTERRUPTED if self.interrupted else default
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """The installed handler: record, wake the watcher, nothing else."""
@@ -60,7 +61,7 @@ class CapturedSignals:
             self._stops += 1
             if self._stops > 1 and self.force_exit:
                 os.write(2, FORCED_EXIT_LINE)
-                os._exit(INTERRUPTED)
+                os._exit(ExitCode.INTERRUPTED)
         with contextlib.suppress(OSError):  # a full pipe already holds a wake-up
             os.write(self._write_fd, bytes([signum]))
 

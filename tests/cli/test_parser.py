@@ -1,9 +1,12 @@
-"""Every option of every command says what it does."""
+"""The command line: every option of every command says what it does, and a mistake says what
+was meant."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+
+import pytest
 
 from smarthole.cli import build_parser
 
@@ -36,3 +39,77 @@ def test_the_walk_finds_an_option_without_help():
     sub = parser.add_subparsers().add_parser("x", help="x")
     sub.add_argument("--quiet", action="store_true")
     assert list(walk(parser)) == [("smarthole x", "--quiet")]
+
+
+# -- a mistake on the command line: the usage of its command, and what was probably meant ----
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "error"),
+    [
+        (
+            ["send", "--wiat", "x"],
+            "smarthole send",
+            "smarthole send: error: unrecognized arguments: --wiat (did you mean --wait?)",
+        ),
+        (
+            ["lsit"],
+            "smarthole",
+            "smarthole: error: argument COMMAND: invalid choice: 'lsit', did you mean 'ls'? "
+            "(choose from 'init', 'run',",
+        ),
+        (
+            ["--hme", "x", "ls"],
+            "smarthole",
+            "smarthole: error: unrecognized arguments: --hme (did you mean --home?)",
+        ),
+        (
+            ["ls", "--hme=x"],
+            "smarthole conversations",
+            "smarthole conversations: error: unrecognized arguments: --hme=x "
+            "(did you mean --home?)",
+        ),
+        (
+            ["tasks", "shwo", "1f"],
+            "smarthole tasks",
+            "argument ACTION: invalid choice: 'shwo', did you mean 'show'? "
+            "(choose from 'show', 'abort')",
+        ),
+        (
+            ["service", "instal"],
+            "smarthole service",
+            "invalid choice: 'instal', did you mean 'install'? (choose from",
+        ),
+        (
+            ["export", "--format", "mardown", "1f"],
+            "smarthole export",
+            "argument --format: invalid choice: 'mardown', did you mean 'markdown'?",
+        ),
+        (
+            ["events", "--follw"],
+            "smarthole events",
+            "unrecognized arguments: --follw (did you mean --follow?)",
+        ),
+    ],
+)
+def test_a_mistake_shows_its_commands_usage_and_the_nearest_name(capsys, argv, usage, error):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: {usage} [-h]")
+    assert error in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["bogus"], "argument COMMAND: invalid choice: 'bogus' (choose from 'init'"),
+        (["ls", "--zzz"], "smarthole conversations: error: unrecognized arguments: --zzz\n"),
+    ],
+)
+def test_nothing_near_suggests_nothing(capsys, argv, error):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert error in err and "did you mean" not in err

@@ -77,6 +77,45 @@ def test_what_needs_the_plugins_or_the_disk_is_checked_at_start(
     assert problem in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("tools", "servers", "hint"),
+    [
+        (["raed_file"], (), "(did you mean 'read_file'? a team agent may use read_file, shout)"),
+        (["zzz"], (), "(a team agent may use read_file, shout)"),
+        (
+            ["file__read"],
+            ("files", "tracker"),
+            "(did you mean 'files__read'? a team agent may use read_file, shout, "
+            "or <server>__<tool> of the MCP servers files, tracker)",
+        ),
+    ],
+)
+def test_an_unknown_tool_lists_the_tools_there_are(tmp_path, tools, servers, hint):
+    from smarthole.config.teams import TeamAgentSettings, resolve_team
+    from smarthole.home import Home
+
+    with pytest.raises(ConfigError) as raised:
+        resolve_team(
+            {"r": TeamAgentSettings(description="d", tools=tools)},
+            home=Home(tmp_path),
+            default_model="m",
+            tool_names={"read_file", "shout", "send_message", "end_conversation"},
+            mcp_servers=servers,
+        )
+    assert str(raised.value).endswith(hint)
+
+
+def test_an_unknown_tool_at_start_lists_what_the_plugins_registered(home, env, monkeypatch, capsys):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    write_config(home, agents={"researcher": {"description": "d", "tools": ["raed_file"]}})
+    assert main(["run", "--home", str(home), "--once"]) == 2
+    err = capsys.readouterr().err
+    assert "tools: no plugin registers a tool named 'raed_file' (did you mean 'read_file'?" in err
+    offered = err.split("a team agent may use ")[1]
+    assert "read_file" in offered and "search_files" in offered and "send_message" not in offered
+
+
 def test_a_reload_reads_the_agents_and_their_instruction_files_again(home):
     from smarthole.app import App
     from smarthole.daemon.reload import reload_config

@@ -1,0 +1,167 @@
+"""Conversations: list them (``conversations``/``ls``), read one (``show``), talk (``chat``,
+``resume``), and move them in and out (``export``, ``import``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ...errors import ExitCode, LookupFailed, UsageError
+from ..common import now, opened, print_json, title_line
+from ..parser import ID_HELP, Commands, bounded, command, number, one_of, option
+
+if TYPE_CHECKING:
+    from ...db.store import Store
+
+
+def register(commands: Commands) -> None:
+    for declared in (conversations, show, resume, chat, export, import_context):
+        commands.add(declared)
+
+
+@command("conversations", "list conversations, most recent first", aliases=["ls"])
+@option("--channel", metavar="C", help="only this channel's conversations")
+@option("--all", action="store_true", help="include ended conversations older than 30 days")
+@option("--json", action="store_true", help="a JSON list")
+@option("--limit", type=bounded(int, 1), metavar="N", help="at most N conversations")
+def conversations(args: argparse.Namespace) -> int:
+    from ...conversations import Conversations
+    from ..render import conversation_list
+
+    with opened(args) as (_, store):
+        views = Conversations(store).recent(
+            channel=args.channel, include_all=args.all, limit=args.limit, now=now()
+        )
+    if args.json:
+        print_json([v.as_dict() for v in views])
+    elif not views:
+        print("No conversations yet.")
+    else:
+        print(conversation_list(views, now()))
+    return ExitCode.OK
+
+
+@command("show", "print a conversation's transcript")
+@option("id", metavar="ID", help=ID_HELP)
+@option("--usage", action="store_true", help="the tokens each turn used, and totals")
+@option("--json", action="store_true", help="with --usage: one JSON object")
+def show(args: argparse.Namespace) -> int:
+    from ...conversations import Conversations
+    from ...db.outbox import OutboxRecord
+    from ..render import transcript
+
+    if args.usage:
+        from ..usage import show_usage
+
+        with opened(args) as (_, store):
+            return show_usage(store, args.id, as_json=args.json)
+    if args.json:
+        raise UsageError("--json works with --usage (for the transcript, use smarthole export)")
+    with opened(args) as (home, store):
+        conversation = Conversations(store).get(args.id)
+        print(
+            transcript(
+                conversation,
+                store.turns(conversation.id),
+                store.messages(conversation.id),
+                OutboxRecord(home, store).items_for_conversation(conversation.id),
+            )
+        )
+    return ExitCode.OK
+
+
+@command("resume", "pick a conversation and continue it in chat")
+@option("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")
+def resume(args: argparse.Namespace) -> int:
+    from ...conversations import Conversations
+    from ..chat import pick, talk
+    from ..render import conversation_list
+
+    with opened(args) as (home, store):
+        conversations = Conversations(store)
+        if args.id:
+            chosen = conversations.get(args.id)
+        else:
+            views = conversations.recent(limit=20, now=now())
+            if not views:
+                print("No previous conversations found.")
+                return ExitCode.OK
+            print("Recent conversations:\n")
+            print(conversation_list(views, now()))
+            picked = pick(len(views))
+            if picked is None:
+                return ExitCode.OK
+            chosen = views[picked - 1].conversation
+        chosen = conversations.reopen(chosen)
+        print(f'Resuming "{title_line(chosen.title)}" ({chosen.id}).')
+        return talk(home, store, chosen.channel, chosen.id, timeout=600.0)
+
+
+@command("chat", "talk to the agent in this terminal")
+@option("--channel", metavar="C", default=None, help="the channel (default: chat)")
+@one_of(
+    option("--conversation", metavar="ID", help="continue this conversation"),
+    option(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the channel's most recent conversation",
+    ),
+)
+@number("--timeout", 600.0, "SECONDS", "how long to wait for each reply", above=True)
+def chat(args: argparse.Namespace) -> int:
+    from ..chat import talk
+
+    with opened(args) as (home, store):
+        conversation_id, channel = _chat_target(store, args)
+        return talk(home, store, channel, conversation_id, timeout=args.timeout)
+
+
+def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
+    """The conversation (None: a new one) and channel that ``chat``'s flags ask for."""
+    from ...conversations import Conversations
+
+    conversations = Conversations(store)
+    if args.conversation:
+        conversation = conversations.reopen(conversations.get(args.conversation))
+        return conversation.id, conversation.channel
+    channel = args.channel or "chat"
+    if args.continue_:
+        recent = store.recent_conversations(channel=channel, limit=1)
+        if not recent:
+            raise LookupFailed(f"no conversation on channel {channel} to continue")
+        conversation = conversations.reopen(recent[0])
+        return conversation.id, channel
+    return None, channel
+
+
+@command("export", "export a conversation as JSON or Markdown")
+@option("id", metavar="ID", help=ID_HELP)
+@option(
+    "--format",
+    choices=("json", "markdown", "context"),
+    default="json",
+    help="json (default), markdown, or context: the entry agent and the turns only",
+)
+def export(args: argparse.Namespace) -> int:
+    from ..transfer import export_text
+
+    with opened(args) as (home, store):
+        text = export_text(home, store, args.id, args.format)
+    print(text)
+    return ExitCode.OK
+
+
+@command("import", "import a context JSON as a new conversation")
+@option("file", metavar="FILE", help="the JSON file, or - for standard input")
+@option("--channel", metavar="C", default="default", help="its channel (default)")
+def import_context(args: argparse.Namespace) -> int:
+    """Read a context JSON (seed 001's shape) into a new conversation; print its id."""
+    from ...conversations import Conversations
+    from ..transfer import read_context
+
+    data = read_context(args.file)
+    with opened(args) as (_, store):
+        conversation = Conversations(store).import_context(data, channel=args.channel)
+    print(conversation.id)
+    return ExitCode.OK

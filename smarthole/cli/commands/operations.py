@@ -1,0 +1,131 @@
+"""Operating a home: ``status``, ``reload``, ``service`` and ``retry``.
+
+``status`` reads the store and the daemon's own state file; ``retry`` writes the ledger and
+moves files; ``reload`` signals the daemon; ``service`` asks systemd or launchd (the work of
+each is in ``cli.admin``, ``cli.health`` and ``cli.service``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ...errors import ExitCode, UsageError
+from ..common import home_of, opened, print_json
+from ..parser import Commands, bounded, command, option
+
+
+def register(commands: Commands) -> None:
+    commands.add(status)
+    commands.add(reload)
+    service = commands.command(
+        "service", None, "run smarthole as a systemd or launchd user service"
+    )
+    actions = Commands.under(service, dest="service_command", required=True)
+    for declared in (install, uninstall, service_status):
+        actions.add(declared)
+    commands.add(retry)
+
+
+@command("status", "show the daemon, queue, deferred and failed work")
+@option("--json", action="store_true", help="one JSON object")
+@option(
+    "--check",
+    action="store_true",
+    help="exit 1 with one line per problem (dead letters, stranded claims, an old queue, "
+    "no daemon)",
+)
+@option(
+    "--max-queue-age",
+    type=bounded(float, 0),
+    metavar="SECONDS",
+    help="with --check: a problem when a message has waited longer",
+)
+def status(args: argparse.Namespace) -> int:
+    from ..admin import status_report
+    from ..render import status_text
+
+    with opened(args) as (home, store):
+        report = status_report(home, store)
+    if args.check or args.max_queue_age is not None:
+        from ..health import problems
+
+        found = problems(report, args.max_queue_age)
+        for line in found:
+            print(line)
+        return ExitCode.FAILED if found else ExitCode.OK
+    if args.json:
+        print_json(report)
+    else:
+        print(status_text(report))
+    return ExitCode.OK if report["running"] else ExitCode.NOT_RUNNING
+
+
+@command("reload", "make the running daemon re-read config.toml (SIGHUP)")
+def reload(args: argparse.Namespace) -> int:
+    from ..service import reload as reload_daemon
+
+    return reload_daemon(home_of(args))
+
+
+# -- service ACTION: each takes --name, and no -v --------------------------------------------
+
+SERVICE_NAME = option(
+    "--name",
+    metavar="NAME",
+    help="run several homes side by side: the unit is smarthole-NAME",
+)
+
+
+@command("install", "install and start smarthole as a user service", verbose=False)
+@SERVICE_NAME
+@option("--dry-run", action="store_true", help="print the files and commands; change nothing")
+@option("--force", action="store_true", help="replace an installed unit of that name")
+@option("--no-start", action="store_true", help="write the files; run nothing")
+def install(args: argparse.Namespace) -> int:
+    from ..service import install as install_service
+
+    return install_service(
+        home_of(args),
+        name=args.name,
+        dry_run=args.dry_run,
+        force=args.force,
+        start=not args.no_start,
+        env=os.environ,
+    )
+
+
+@command("uninstall", "stop, disable and remove the service", verbose=False)
+@SERVICE_NAME
+def uninstall(args: argparse.Namespace) -> int:
+    from ..service import uninstall as uninstall_service
+
+    return uninstall_service(args.name, os.environ)
+
+
+@command("status", "the service manager's view, then `smarthole status`", verbose=False)
+@SERVICE_NAME
+def service_status(args: argparse.Namespace) -> int:
+    from ..service import manager_status
+
+    home = manager_status(args.name, os.environ)
+    if home is None:
+        return ExitCode.NOT_RUNNING
+    return status(argparse.Namespace(home=str(home), json=False, check=False, max_queue_age=None))
+
+
+@command("retry", "make deferred messages due and redrive dead ones")
+@option("ids", nargs="*", metavar="ID", help="message ids or unique prefixes")
+@option("--all", action="store_true", help="every deferred and dead message")
+def retry(args: argparse.Namespace) -> int:
+    from ..admin import retry as retry_messages
+
+    if not args.ids and not args.all:
+        raise UsageError("name message ids to retry, or use --all")
+    with opened(args) as (home, store):
+        done = retry_messages(home, store, None if args.all else args.ids)
+    if not done:
+        print("Nothing to retry.")
+    for message_id, what in done:
+        print(f"{message_id}: {what}")
+    return ExitCode.OK

@@ -1,0 +1,62 @@
+"""Agent teams: ``agents``, and ``tasks`` with its actions ``show`` and ``abort``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ...errors import ExitCode
+from ..common import opened
+from ..parser import Commands, command, option
+
+TASK_ID_HELP = "the task's id or a unique prefix"
+JSON = option("--json", action="store_true", help="print JSON")
+
+
+def register(commands: Commands) -> None:
+    commands.add(agents)
+    actions = Commands.under(commands.add(tasks), dest="tasks_command", required=False)
+    actions.add(show_task)
+    actions.add(abort_task)
+
+
+@command("agents", "list the entry agent and the team agents")
+@JSON
+def agents(args: argparse.Namespace) -> int:
+    from ..teams import print_agents
+
+    with opened(args) as (home, _):
+        print_agents(home, as_json=args.json)
+    return ExitCode.OK
+
+
+@command("tasks", "list team tasks (running ones and the last 10)")
+@option("--all", action="store_true", help="list every task")
+@JSON
+def tasks(args: argparse.Namespace) -> int:
+    from ..teams import print_tasks
+
+    with opened(args) as (_, store):
+        print_tasks(store, everything=args.all, as_json=args.json)
+    return ExitCode.OK
+
+
+@command("show", "a task and its agent turns")
+@option("id", metavar="ID", help=TASK_ID_HELP)
+@JSON
+def show_task(args: argparse.Namespace) -> int:
+    from ..teams import print_task
+
+    with opened(args) as (_, store):
+        print_task(store, args.id, as_json=args.json)
+    return ExitCode.OK
+
+
+@command("abort", "stop a task after the model call in flight")
+@option("id", metavar="ID", help=TASK_ID_HELP)
+def abort_task(args: argparse.Namespace) -> int:
+    from ..teams import abort
+
+    with opened(args) as (home, store):
+        said = abort(home, store, args.id)
+    print(said)
+    return ExitCode.OK

@@ -1,0 +1,95 @@
+"""What the commands share: the home and its store, the clock, the start-up check, labels.
+
+Imported to build the parser, so everything heavy (the store, the model client) is imported
+inside the functions that need it. Writing for the terminal and JSON is ``output``'s; the
+names commands use are re-exported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
+from ..home import Home, holder
+from .output import dumps, one_line, print_json
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..db.store import Store
+
+__all__ = [
+    "daemon_pid",
+    "dumps",
+    "home_of",
+    "now",
+    "one_line",
+    "open_store",
+    "opened",
+    "preflight",
+    "print_json",
+    "title_line",
+]
+
+
+def home_of(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
+    """The home named by ``--home`` (else ``$SMARTHOLE_HOME``, else ``~/SmartHole``)."""
+    home = Home.resolve(args.home)
+    if must_exist and not home.root.is_dir():
+        raise ConfigError(
+            f"no smarthole home at {home.root}; run `smarthole init --home {home.root}` first"
+        )
+    return home
+
+
+def open_store(home: Home) -> Store:
+    from ..db.store import Store
+    from ..formats import utc_now
+
+    home.state.mkdir(parents=True, exist_ok=True)
+    return Store.open(home.database, clock=utc_now)
+
+
+@contextlib.contextmanager
+def opened(args: argparse.Namespace) -> Iterator[tuple[Home, Store]]:
+    """The home named by ``args`` and its database, closed again when the block ends."""
+    home = home_of(args)
+    store = open_store(home)
+    try:
+        yield home, store
+    finally:
+        store.close()
+
+
+def daemon_pid(home: Home) -> int | None:
+    """The pid of the daemon holding ``home`` (-1 when it wrote none), or None when none runs."""
+    return holder(home.lock_file)
+
+
+def now() -> datetime:
+    from ..formats import utc_now
+
+    return utc_now()
+
+
+def preflight(home: Home) -> Config:
+    """Fail before anything starts if the config is bad or there is no API key."""
+    import os
+
+    from ..agent.client import ModelClient
+    from ..config import load_config
+
+    config = load_config(home)
+    ModelClient.from_environment(config.model, os.environ).close()
+    return config
+
+
+def title_line(title: str | None) -> str:
+    """A conversation's title on one line, or the label of one that has none yet."""
+    # Imported here: the prompts module brings the store, which building the parser must not.
+    from ..agent.prompts import UNTITLED
+
+    return one_line(title or UNTITLED)
