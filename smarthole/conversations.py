@@ -16,12 +16,14 @@ from .db.ledger import Ledger
 from .db.outbox import OutboxRecord
 from .db.pending import PendingQuestions
 from .db.records import Conversation, StoredMessage, unique_match
+from .db.states import ConversationStatus, MessageStatus, OutboxKind, TitleState, TurnStatus
 from .db.store import Store
 from .errors import DocumentError, UsageError
 from .formats import has_control_characters, visible, without_control_characters
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 CONTEXT_ROLES = ("human", "entry_agent")
+SAID = (OutboxKind.MESSAGE, OutboxKind.QUESTION, OutboxKind.RESPONSE)  # to the person, in turn
 IMPORTED = "imported"  # the note of an imported turn, and the end reason of its conversation
 MAX_IMPORTED_TITLE = 200  # characters; a generated title has at most 8 words
 
@@ -31,7 +33,7 @@ class ConversationView:
     """A conversation with its derived status, as listed."""
 
     conversation: Conversation
-    status: str
+    status: ConversationStatus
     waiting_for_reply: bool
     deferred_until: datetime | None = None
 
@@ -100,7 +102,7 @@ class Conversations:
     def _deferred(self) -> dict[str, datetime | None]:
         return {
             e.conversation_id: e.next_attempt_at
-            for e in self.ledger.by_status("deferred")
+            for e in self.ledger.by_status(MessageStatus.DEFERRED)
             if e.conversation_id
         }
 
@@ -116,15 +118,15 @@ class Conversations:
         deferred_until = (self._deferred() if deferred is None else deferred).get(conversation.id)
         last = self.store.turn(conversation.id, conversation.turns)
         if conversation.ended:
-            status = "ended"
+            status = ConversationStatus.ENDED
         elif deferred_until is not None:
-            status = "deferred"
-        elif last is not None and last.status == "interrupted":
-            status = "interrupted"
+            status = ConversationStatus.DEFERRED
+        elif last is not None and last.status is TurnStatus.INTERRUPTED:
+            status = ConversationStatus.INTERRUPTED
         elif waiting:
-            status = "waiting for your reply"
+            status = ConversationStatus.WAITING
         else:
-            status = "active"
+            status = ConversationStatus.ACTIVE
         return ConversationView(conversation, status, waiting, deferred_until)
 
     def rename(self, wanted: str, title: str) -> Conversation:
@@ -201,7 +203,7 @@ class Conversations:
         """
         said: dict[int, list[str]] = {}
         for item in outbox.items_for_conversation(conversation.id):
-            if item.kind in ("message", "question", "response") and item.text.strip():
+            if item.kind in SAID and item.text.strip():
                 said.setdefault(item.turn or 0, []).append(item.text)
         imported = {t.number for t in self.store.turns(conversation.id) if t.note == IMPORTED}
         turns: list[dict[str, Any]] = []
@@ -258,10 +260,11 @@ class Conversations:
         title, summary = data.get("title"), data.get("summary")
         if isinstance(title, str) and title.strip() and title != UNTITLED:
             cleaned = " ".join(without_control_characters(title).split())[:MAX_IMPORTED_TITLE]
-            self.store.set_title(conversation_id, cleaned, state="done")
+            self.store.set_title(conversation_id, cleaned, state=TitleState.DONE)
         if isinstance(summary, str) and summary.strip():
             lines = (without_control_characters(line) for line in summary.splitlines())
-            self.store.set_summary(conversation_id, "\n".join(lines).strip(), state="done")
+            summary_text = "\n".join(lines).strip()
+            self.store.set_summary(conversation_id, summary_text, state=TitleState.DONE)
 
 
 def context_of(export: dict[str, Any]) -> dict[str, Any]:

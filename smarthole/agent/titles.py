@@ -17,7 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..backoff import Backoff
 from ..db.events import about
+from ..db.states import TitleState
 from ..db.usage import UsageLog
 from ..errors import ModelError
 from .prompts import (
@@ -73,7 +75,7 @@ class Titler:
         if (
             not self.enabled
             or conversation.title_pinned
-            or conversation.title_state not in ("pending", "none")
+            or conversation.title_state not in (TitleState.PENDING, TitleState.NONE)
         ):
             return
         try:
@@ -82,7 +84,7 @@ class Titler:
             )
         except _TryLater:
             return
-        state = "done" if title else "failed"
+        state = TitleState.DONE if title else TitleState.FAILED
         if self.store.set_title(conversation.id, title or UNTITLED, state=state):
             self.events.emit(
                 "title_generated",
@@ -93,10 +95,10 @@ class Titler:
             )
 
     def write_summary(self, conversation: Conversation) -> None:
-        if conversation.summary_state != "pending":
+        if conversation.summary_state is not TitleState.PENDING:
             return
         if not self.enabled:
-            self.store.set_summary(conversation.id, None, state="disabled")
+            self.store.set_summary(conversation.id, None, state=TitleState.DISABLED)
             return
         try:
             summary = self._ask(
@@ -104,7 +106,8 @@ class Titler:
             )
         except _TryLater:
             return
-        self.store.set_summary(conversation.id, summary, state="done" if summary else "failed")
+        state = TitleState.DONE if summary else TitleState.FAILED
+        self.store.set_summary(conversation.id, summary, state=state)
         self.events.emit(
             "summary_generated",
             **about(conversation),
@@ -207,8 +210,7 @@ class _Backoff:
     Kept in memory: a restart tries everything pending at once, which is what a restart is for.
     """
 
-    BASE_SECONDS = 30.0
-    MAX_SECONDS = 3600.0
+    WAIT = Backoff(base=30.0, cap=3600.0)
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -222,9 +224,7 @@ class _Backoff:
         """Record a failure; returns the seconds until the next try."""
         failures = self._failures.get(key, 0) + 1
         self._failures[key] = failures
-        delay = min(self.MAX_SECONDS, self.BASE_SECONDS * 2 ** (failures - 1))
-        if retry_after is not None:
-            delay = min(self.MAX_SECONDS, max(retry_after, 0.0))
+        delay = self.WAIT.delay(failures, retry_after=retry_after)
         self._not_before[key] = self._clock() + delay
         return delay
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..db.ledger import Ledger, LedgerEntry
 from ..db.pending import PendingQuestions
 from ..db.records import unique_match
+from ..db.states import MessageStatus
 from ..db.store import Store
 from ..formats import iso
 from ..fsutil import move_durably, unique_path
@@ -40,12 +41,8 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     ledger = Ledger(store)
     pid = daemon_pid(home)
     report: dict[str, Any] = {"running": pid is not None, "pid": pid or None}
-    for key, status in (
-        ("queued", "queued"),
-        ("in_progress", "in_progress"),
-        ("deferred", "deferred"),
-    ):
-        report[key] = [_entry(e) for e in ledger.by_status(status)]
+    for status in (MessageStatus.QUEUED, MessageStatus.IN_PROGRESS, MessageStatus.DEFERRED):
+        report[status.value] = [_entry(e) for e in ledger.by_status(status)]
     from ..pipeline.stranded import read_stranded
 
     report["stranded"] = read_stranded(home)
@@ -137,7 +134,7 @@ def _failed(home: Home, ledger: Ledger) -> list[dict[str, Any]]:
     """Dead messages from the ledger, plus files set aside as unusable (no ledger row)."""
     items = []
     seen: set[str] = set()
-    for entry in ledger.by_status("dead"):
+    for entry in ledger.by_status(MessageStatus.DEAD):
         path = str(entry.failed_path) if entry.failed_path else None
         seen.add(path or "")
         items.append({**_entry(entry), "file": path, "error": entry.last_error})
@@ -164,15 +161,15 @@ def retry(home: Home, store: Store, wanted: list[str] | None) -> list[tuple[str,
     """
     ledger = Ledger(store)
     if wanted is None:
-        entries = ledger.by_status("deferred", "dead")
+        entries = ledger.by_status(MessageStatus.DEFERRED, MessageStatus.DEAD)
     else:
         entries = [_resolve(ledger, w) for w in wanted]
     done = []
     for entry in entries:
-        if entry.status == "deferred":
+        if entry.status is MessageStatus.DEFERRED:
             ledger.make_due([entry.id])
             done.append((entry.id, "due now"))
-        elif entry.status == "dead":
+        elif entry.status is MessageStatus.DEAD:
             done.append((entry.id, _redrive(home, ledger, entry)))
         else:
             done.append((entry.id, f"not retried: it is {entry.status}"))
@@ -190,7 +187,7 @@ def _redrive(home: Home, ledger: Ledger, entry: LedgerEntry) -> str:
     """Move a dead message's file back into the inbox; claiming it requeues the message."""
     from ..pipeline.inbox import drop_message
 
-    ledger.set_status(entry.id, "redrive")
+    ledger.set_status(entry.id, MessageStatus.REDRIVE)
     source = entry.failed_path
     if source is not None and source.exists():
         home.inbox.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from ..conversations import ConversationView
 from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
+from ..db.states import ConversationStatus
 from .common import title_line
 from .health import health_lines, state_file_warning
 from .output import body, one_line, short
@@ -40,8 +41,8 @@ def local(moment: datetime) -> str:
 
 def conversation_line(number: int, view: ConversationView, now: datetime) -> str:
     c = view.conversation
-    status = view.status
-    if status == "deferred" and view.deferred_until is not None:
+    status: str = view.status
+    if view.status is ConversationStatus.DEFERRED and view.deferred_until is not None:
         status = f"deferred until {view.deferred_until.astimezone():%H:%M}"
     turns = f"{c.turns} turn{'s' if c.turns != 1 else ''}"
     return (

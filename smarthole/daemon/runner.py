@@ -3,13 +3,12 @@
 The main loop claims inbox files (woken by watchdog, and by a periodic rescan), then hands the
 head message of each idle channel to a worker thread; the worker takes that channel's next
 message itself. A channel's messages run strictly in order; different channels run at the same
-time, and take turns for the workers. A deferred message waits in the database, not
-in a worker. Signals are owned by :func:`smarthole.daemon.signals.capture_signals` from the
-first step of start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops
-claiming, in-flight turns stop at their next committed boundary (within
-``shutdown_grace_seconds``), and whatever was cut off resumes on the next start; a second
-signal forces an immediate exit. SIGHUP reloads ``config.toml`` (see ``reload``) from the
-main loop, between two dispatches, so no turn is dropped.
+time, and take turns for the workers; a deferred one waits in the database, not in a worker.
+Signals are owned by :func:`smarthole.daemon.signals.capture_signals` from the first step of
+start-up to the last of shutdown. SIGINT/SIGTERM stop the daemon: the loop stops claiming,
+in-flight turns stop at their next committed boundary (within ``shutdown_grace_seconds``), and
+whatever was cut off resumes on the next start; a second signal forces an immediate exit.
+SIGHUP reloads (see ``reload``) from the main loop, between two dispatches: no turn drops.
 
 Under a service manager the loop also reports readiness, a status line and the watchdog
 (``notify``), and keeps ``.smarthole/daemon.json`` (``state``) for ``smarthole status``.
@@ -29,6 +28,7 @@ from typing import Any
 
 from ..app import App
 from ..db.ledger import LedgerEntry
+from ..db.states import MessageStatus
 from ..db.store import Store
 from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
@@ -310,7 +310,7 @@ class Daemon:
         return all(e.waits(now) for e in runtime.ledger.channel_heads())
 
     def _report(self, runtime: Runtime) -> None:
-        deferred = runtime.ledger.by_status("deferred")
+        deferred = runtime.ledger.by_status(MessageStatus.DEFERRED)
         self.summary = {"deferred": len(deferred), "next_due": runtime.ledger.next_due()}
         if deferred:
             due = self.summary["next_due"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..db.events import about_turn
 from ..db.pending import PendingQuestions
+from ..db.states import MessageStatus
 from ..db.tasks import Tasks
 from ..formats import Clock
 from .memory import release_free_memory
@@ -129,7 +130,7 @@ def status_line(running: int, counts: dict[str, int]) -> str:
     parts = []
     if running:
         parts.append(f"{running} turn{'s' if running != 1 else ''} running")
-    for status in ("queued", "deferred"):
+    for status in (MessageStatus.QUEUED, MessageStatus.DEFERRED):
         if counts.get(status):
             parts.append(f"{counts[status]} {status}")
     return ", ".join(parts) or "idle"

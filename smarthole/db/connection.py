@@ -40,7 +40,8 @@ class Database:
         self.clock = clock
         self._db = connection
         self._lock = threading.RLock()
-        self._after_commit: list[Callable[[], None]] = []
+        self._after_commit: list[Callable[[], object]] = []
+        self._writer: int | None = None  # the thread inside the open transaction, if any
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -113,15 +114,23 @@ class Database:
 
     def _run(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
+        self._writer = threading.get_ident()
         try:
             yield self._db
         except BaseException:
             self._db.execute("ROLLBACK")
             self._after_commit.clear()
             raise
+        finally:
+            self._writer = None
         self._db.execute("COMMIT")
 
-    def after_commit(self, callback: Callable[[], None]) -> None:
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside one of this store's transactions (so holds its lock):
+        no place for file work or a hook, which belong after the commit (:meth:`after_commit`)."""
+        return self._writer == threading.get_ident()
+
+    def after_commit(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` once the current transaction commits (now, if there is none).
 
         Hooks are called this way, so a plugin never sees a row that is later rolled back.

@@ -8,6 +8,7 @@ from typing import Any
 from ..formats import iso, micros, new_id
 from .connection import Database
 from .records import CONVERSATION_KEY, Conversation, Turn, like_prefix
+from .states import TitleState, TurnStatus, sql_values
 
 # Turn rows with their conversation's id (Turn.from_row's columns).
 _TURNS = (
@@ -83,7 +84,7 @@ class ConversationTables(Database):
         ended = (
             self.write(
                 "UPDATE conversations SET ended_at = ?, end_reason = ?, summary_state = "
-                "CASE WHEN turns > 0 THEN 'pending' ELSE 'none' END "
+                f"CASE WHEN turns > 0 THEN {TitleState.PENDING.sql} ELSE {TitleState.NONE.sql} END "
                 "WHERE id = ? AND ended_at IS NULL",
                 (now, reason, conversation_id),
             )
@@ -101,7 +102,12 @@ class ConversationTables(Database):
         )
 
     def set_title(
-        self, conversation_id: str, title: str | None, *, pinned: bool = False, state: str = "done"
+        self,
+        conversation_id: str,
+        title: str | None,
+        *,
+        pinned: bool = False,
+        state: TitleState = TitleState.DONE,
     ) -> bool:
         """Set the title; a pinned (user-set) title is only replaced by another pinned one."""
         return (
@@ -116,8 +122,8 @@ class ConversationTables(Database):
     def mark_title_due(self, conversation_id: str) -> None:
         """A conversation needs a title, unless it has one or the user chose one."""
         if self.write(
-            "UPDATE conversations SET title_state = 'pending' WHERE id = ? AND "
-            "title IS NULL AND title_pinned = 0 AND title_state = 'none'",
+            f"UPDATE conversations SET title_state = {TitleState.PENDING.sql} WHERE id = ? AND "
+            f"title IS NULL AND title_pinned = 0 AND title_state = {TitleState.NONE.sql}",
             (conversation_id,),
         ):
             self._due_marks += 1
@@ -132,12 +138,13 @@ class ConversationTables(Database):
     def set_title_if_untitled(self, conversation_id: str, title: str) -> None:
         """Give a title to a conversation that has none and is not getting one."""
         self.write(
-            "UPDATE conversations SET title = ?, title_state = 'done' WHERE id = ? "
-            "AND title IS NULL AND title_state IN ('none', 'failed')",
+            f"UPDATE conversations SET title = ?, title_state = {TitleState.DONE.sql} "
+            "WHERE id = ? AND title IS NULL "
+            f"AND title_state IN ({sql_values(TitleState.NONE, TitleState.FAILED)})",
             (title, conversation_id),
         )
 
-    def set_summary(self, conversation_id: str, summary: str | None, *, state: str) -> None:
+    def set_summary(self, conversation_id: str, summary: str | None, *, state: TitleState) -> None:
         self.write(
             "UPDATE conversations SET summary = ?, summary_state = ? WHERE id = ?",
             (summary, state, conversation_id),
@@ -147,7 +154,8 @@ class ConversationTables(Database):
         """Conversations whose ``title`` or ``summary`` is due (state ``pending``)."""
         column = {"title": "title_state", "summary": "summary_state"}[what]
         rows = self.query(
-            f"SELECT * FROM conversations WHERE {column} = 'pending' ORDER BY updated_at LIMIT ?",
+            f"SELECT * FROM conversations WHERE {column} = {TitleState.PENDING.sql} "
+            "ORDER BY updated_at LIMIT ?",
             (limit,),
         )
         return [Conversation.from_row(r) for r in rows]
@@ -179,7 +187,7 @@ class ConversationTables(Database):
         ).fetchone()
         db.execute(
             "INSERT INTO turn_rows (conversation, number, message_id, status, started_at) "
-            "VALUES (?, ?, ?, 'running', ?)",
+            f"VALUES (?, ?, ?, {TurnStatus.RUNNING.sql}, ?)",
             (key, number, message_id, micros(moment)),
         )
         return int(number)
@@ -199,22 +207,33 @@ class ConversationTables(Database):
         rows = self.query(f"{_TURNS} WHERE c.id = ? ORDER BY t.number", (conversation_id,))
         return [Turn.from_row(r) for r in rows]
 
-    def update_turn(self, conversation_id: str, number: int, **values: Any) -> None:
+    def update_turn(
+        self,
+        conversation_id: str,
+        number: int,
+        *,
+        db: sqlite3.Connection | None = None,
+        **values: Any,
+    ) -> None:
+        """Set a turn's ``status``, ``error``, ``note`` or ``end_requested`` (in ``db``'s
+        transaction when given)."""
         allowed = {"status", "error", "note", "end_requested"}
         assert set(values) <= allowed, values
         assignments = ", ".join(f"{key} = ?" for key in values)
-        self.write(
-            f"UPDATE turn_rows SET {assignments} "
-            f"WHERE conversation = ({CONVERSATION_KEY}) AND number = ?",
-            (*values.values(), conversation_id, number),
-        )
+        with self.transaction() as connection:  # joins the caller's, if any
+            assert db in (None, connection)
+            connection.execute(
+                f"UPDATE turn_rows SET {assignments} "
+                f"WHERE conversation = ({CONVERSATION_KEY}) AND number = ?",
+                (*values.values(), conversation_id, number),
+            )
 
     def complete_turn(
         self, db: sqlite3.Connection, conversation_id: str, number: int, *, note: str | None
     ) -> None:
         """Mark a turn completed, inside the caller's transaction (with its ledger change)."""
         db.execute(
-            "UPDATE turn_rows SET status = 'completed', finished_at = ?, note = ? "
+            f"UPDATE turn_rows SET status = {TurnStatus.COMPLETED.sql}, finished_at = ?, note = ? "
             f"WHERE conversation = ({CONVERSATION_KEY}) AND number = ?",
             (micros(self.clock()), note, conversation_id, number),
         )
@@ -222,6 +241,10 @@ class ConversationTables(Database):
     def interrupt_running_turns(self) -> list[Turn]:
         """Mark every turn left ``running`` by a stopped daemon as ``interrupted``."""
         with self.transaction() as db:
-            rows = db.execute(f"{_TURNS} WHERE t.status = 'running'").fetchall()
-            db.execute("UPDATE turn_rows SET status = 'interrupted' WHERE status = 'running'")
+            running = TurnStatus.RUNNING.sql
+            rows = db.execute(f"{_TURNS} WHERE t.status = {running}").fetchall()
+            db.execute(
+                f"UPDATE turn_rows SET status = {TurnStatus.INTERRUPTED.sql} "
+                f"WHERE status = {running}"
+            )
         return [Turn.from_row(r) for r in rows]

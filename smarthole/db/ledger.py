@@ -6,7 +6,8 @@ timestamp, a desktop message written again after a crash), and a conflict if not
 message moves ``queued`` → ``in_progress`` → ``done``; a failed attempt makes it ``deferred``
 until ``next_attempt_at``; too many attempts (or an error no retry can fix) make it ``dead``.
 ``smarthole retry`` turns a dead message into ``redrive``: its file is back in the inbox, and
-claiming it again requeues it with its attempts reset.
+claiming it again requeues it with its attempts reset. (``states.MessageStatus``; the moves of a
+turn's message are ``pipeline.lifecycle``'s.)
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Any
 from ..formats import iso, parse_time
 from ..fsutil import stored_path
 from .records import Message, like_prefix
+from .states import UNFINISHED_MESSAGES, MessageStatus, sql_values
 from .store import Store
 
-ACTIVE = ("queued", "in_progress", "deferred")
-UNFINISHED = f"status IN ({', '.join(repr(status) for status in ACTIVE)})"  # SQL: not done
+UNFINISHED = f"status IN ({sql_values(*UNFINISHED_MESSAGES)})"  # SQL: not done
 CHANNELS_WITH_WORK = f"SELECT DISTINCT channel FROM inbox WHERE {UNFINISHED}"
 
 
@@ -43,7 +44,7 @@ class Admission(enum.Enum):
 class LedgerEntry:
     message: Message
     channel: str
-    status: str
+    status: MessageStatus
     attempts: int
     generation: int
     claimed_path: Path | None
@@ -62,7 +63,7 @@ class LedgerEntry:
     def waits(self, now: datetime) -> bool:
         """Deferred, with its next attempt still to come at ``now``."""
         return (
-            self.status == "deferred"
+            self.status is MessageStatus.DEFERRED
             and self.next_attempt_at is not None
             and self.next_attempt_at > now
         )
@@ -72,7 +73,7 @@ class LedgerEntry:
         return cls(
             message=Message.from_json(row["payload"]),
             channel=row["channel"],
-            status=row["status"],
+            status=MessageStatus(row["status"]),
             attempts=row["attempts"],
             generation=row["generation"],
             claimed_path=stored_path(row["claimed_path"]) if row["claimed_path"] else None,
@@ -106,7 +107,7 @@ class Ledger:
                 db.execute(
                     "INSERT INTO inbox (message_id, content_hash, source_name, claimed_path, "
                     "payload, channel, status, sort_at, received_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                    f"VALUES (?, ?, ?, ?, ?, ?, {MessageStatus.QUEUED.sql}, ?, ?, ?)",
                     (
                         message.id,
                         message.content_hash,
@@ -122,13 +123,13 @@ class Ledger:
                 return Admission.NEW
             # `smarthole retry` marks a dead message 'redrive' and puts its file back; that
             # file may have been re-created from the ledger, so its bytes may differ.
-            redrive = row["status"] == "redrive"
+            redrive = row["status"] == MessageStatus.REDRIVE
             if not redrive and json.loads(row["payload"]).get("text") != message.text:
                 return Admission.CONFLICT
-            if redrive or row["status"] == "dead":
+            if redrive or row["status"] == MessageStatus.DEAD:
                 db.execute(
-                    "UPDATE inbox SET status = 'queued', attempts = 0, generation = "
-                    "generation + 1, next_attempt_at = NULL, last_error = NULL, "
+                    f"UPDATE inbox SET status = {MessageStatus.QUEUED.sql}, attempts = 0, "
+                    "generation = generation + 1, next_attempt_at = NULL, last_error = NULL, "
                     "claimed_path = ?, failed_path = NULL, updated_at = ? WHERE message_id = ?",
                     (str(claimed_path), now, message.id),
                 )
@@ -149,7 +150,7 @@ class Ledger:
         )
         return [LedgerEntry.from_row(r) for r in rows]
 
-    def by_status(self, *statuses: str) -> list[LedgerEntry]:
+    def by_status(self, *statuses: MessageStatus) -> list[LedgerEntry]:
         marks = ", ".join("?" for _ in statuses)
         rows = self.store.query(
             f"SELECT * FROM inbox WHERE status IN ({marks}) ORDER BY channel, sort_at, rowid",
@@ -198,14 +199,15 @@ class Ledger:
 
     def next_due(self) -> datetime | None:
         row = self.store.query_one(
-            "SELECT MIN(next_attempt_at) AS due FROM inbox WHERE status = 'deferred'"
+            "SELECT MIN(next_attempt_at) AS due FROM inbox "
+            f"WHERE status = {MessageStatus.DEFERRED.sql}"
         )
         return parse_time(row["due"]) if row and row["due"] else None
 
     def set_status(
         self,
         message_id: str,
-        status: str,
+        status: MessageStatus,
         *,
         db: sqlite3.Connection | None = None,
         **values: object,
@@ -245,7 +247,8 @@ class Ledger:
     def requeue_in_progress(self) -> int:
         """After a stop, messages that were being processed are queued again."""
         return self.store.write(
-            "UPDATE inbox SET status = 'queued', updated_at = ? WHERE status = 'in_progress'",
+            f"UPDATE inbox SET status = {MessageStatus.QUEUED.sql}, updated_at = ? "
+            f"WHERE status = {MessageStatus.IN_PROGRESS.sql}",
             (self.store.now(),),
         )
 
@@ -256,7 +259,7 @@ class Ledger:
             if message_ids is None:
                 cursor = db.execute(
                     "UPDATE inbox SET next_attempt_at = ?, attempts = 0, "
-                    "updated_at = ? WHERE status = 'deferred'",
+                    f"updated_at = ? WHERE status = {MessageStatus.DEFERRED.sql}",
                     (now, now),
                 )
                 return cursor.rowcount
@@ -264,7 +267,7 @@ class Ledger:
             for message_id in message_ids:
                 count += db.execute(
                     "UPDATE inbox SET next_attempt_at = ?, attempts = 0, updated_at = ? "
-                    "WHERE status = 'deferred' AND message_id = ?",
+                    f"WHERE status = {MessageStatus.DEFERRED.sql} AND message_id = ?",
                     (now, now, message_id),
                 ).rowcount
             return count
@@ -279,6 +282,13 @@ class Ledger:
         rows = self.store.query("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status")
         return {row["status"]: int(row["n"]) for row in rows}
 
+    def set_aside(self, message_id: str, failed: Path) -> None:
+        """A dead message's file is in ``failed/`` now, no longer claimed."""
+        self.store.write(
+            "UPDATE inbox SET failed_path = ?, claimed_path = NULL WHERE message_id = ?",
+            (str(failed), message_id),
+        )
+
     def clear_claim(self, message_id: str) -> None:
         """The claimed file of an answered message is gone."""
         with self.store.transaction() as db:
@@ -291,6 +301,15 @@ class Ledger:
     def answered_with_claims(self) -> list[LedgerEntry]:
         """Answered messages whose claimed file a crash left behind."""
         rows = self.store.query(
-            "SELECT * FROM inbox WHERE status = 'done' AND claimed_path IS NOT NULL"
+            f"SELECT * FROM inbox WHERE status = {MessageStatus.DONE.sql} "
+            "AND claimed_path IS NOT NULL"
+        )
+        return [LedgerEntry.from_row(r) for r in rows]
+
+    def dead_with_claims(self) -> list[LedgerEntry]:
+        """Dead messages whose claimed file a stop kept from moving to failed/."""
+        rows = self.store.query(
+            f"SELECT * FROM inbox WHERE status = {MessageStatus.DEAD.sql} "
+            "AND claimed_path IS NOT NULL"
         )
         return [LedgerEntry.from_row(r) for r in rows]

@@ -89,6 +89,13 @@ class MessageTables(Database):
         rows = self.query(sql + " ORDER BY id", params)
         return [StoredMessage.from_row(r, conversation_id) for r in rows]
 
+    def has_tool_message(self, tool_use_id: str, kind: str) -> bool:
+        """Whether a message of ``kind`` was stored for tool call ``tool_use_id``."""
+        row = self.query_one(
+            "SELECT 1 FROM messages WHERE tool_use_id = ? AND kind = ?", (tool_use_id, kind)
+        )
+        return row is not None
+
     def history_rows(self, conversation_id: str, *, after_id: int) -> list[HistoryRow]:
         """The API-history rows stored after row ``after_id``, oldest first."""
         with self._lock:

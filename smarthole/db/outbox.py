@@ -18,15 +18,13 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 from ..formats import FRONT_MATTER_FENCE, dumps_toml, iso, parse_time
 from ..fsutil import child
 from .records import from_row
+from .states import OutboxKind, OutboxState
 
 if TYPE_CHECKING:
     from ..home import Home
     from .store import Store
 
 logger = logging.getLogger(__name__)
-
-KINDS = ("response", "message", "question", "error")
-FINAL_KINDS = ("response", "error")
 
 
 class ItemFields(TypedDict):
@@ -36,7 +34,7 @@ class ItemFields(TypedDict):
     conversation: str | None
     channel: str
     turn: int | None
-    kind: str
+    kind: OutboxKind
     text: str
     waiting_for_reply: NotRequired[bool]
     retry_of: NotRequired[str | None]
@@ -51,7 +49,7 @@ class OutboxItem:
     conversation: str | None
     channel: str
     turn: int | None
-    kind: str
+    kind: OutboxKind
     waiting_for_reply: bool
     text: str
     path: Path
@@ -62,7 +60,7 @@ class OutboxItem:
 
     @property
     def final(self) -> bool:
-        return self.kind in FINAL_KINDS
+        return self.kind.final
 
     def front_matter(self) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -111,6 +109,7 @@ class OutboxRecord:
             OutboxItem,
             row,
             conversation=row["conversation_id"],
+            kind=OutboxKind(row["kind"]),
             waiting_for_reply=bool(row["waiting_for_reply"]),
             path=child(self.folder, row["file_name"]),
             times=("created_at",),
@@ -127,7 +126,7 @@ class OutboxRecord:
     def _written(self, column: str, value: str) -> list[OutboxItem]:
         assert column in ("in_reply_to", "conversation_id"), column
         rows = self.store.query(
-            f"SELECT * FROM outbox WHERE {column} = ? AND state != 'planned' "
+            f"SELECT * FROM outbox WHERE {column} = ? AND state != {OutboxState.PLANNED.sql} "
             "ORDER BY created_at, rowid",
             (value,),
         )
@@ -141,7 +140,7 @@ class OutboxRecord:
             conversation=item["conversation"],
             channel=item["channel"],
             turn=item["turn"],
-            kind=item["kind"],
+            kind=OutboxKind(item["kind"]),  # a kind that is none raises
             waiting_for_reply=bool(item.get("waiting_for_reply", False)),
             text=item["text"],
             path=child(self.folder, file_name(created_at, item_id)),
@@ -149,17 +148,17 @@ class OutboxRecord:
             retry_of=item.get("retry_of"),
         )
 
-    def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, str]:
+    def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, OutboxState]:
         """Record an item under a fixed id (once); returns it and its state."""
         planned = self.item(item_id, parse_time(self.store.now()), **item)
         with self.store.transaction() as db:
-            if self.record(planned, "planned", db=db):
-                return planned, "planned"
+            if self.record(planned, OutboxState.PLANNED, db=db):
+                return planned, OutboxState.PLANNED
             # Planned by an earlier attempt: that item, under its own time and file name.
             row = db.execute("SELECT * FROM outbox WHERE id = ?", (item_id,)).fetchone()
-        return self._item(row), row["state"]
+        return self._item(row), OutboxState(row["state"])
 
-    def record(self, item: OutboxItem, state: str, *, db: sqlite3.Connection) -> bool:
+    def record(self, item: OutboxItem, state: OutboxState, *, db: sqlite3.Connection) -> bool:
         """Insert ``item`` in ``state`` (in ``db``'s transaction); False if its id is taken."""
         inserted = db.execute(
             "INSERT INTO outbox (id, in_reply_to, conversation_id, channel, turn, kind, "
@@ -182,19 +181,22 @@ class OutboxRecord:
         )
         return inserted.rowcount == 1
 
-    def mark(self, item_id: str, state: str, *, db: sqlite3.Connection | None = None) -> None:
+    def mark(
+        self, item_id: str, state: OutboxState, *, db: sqlite3.Connection | None = None
+    ) -> None:
         """Move an item to ``written`` or ``delivered`` (inside ``db``'s transaction if given)."""
         with self.store.transaction() as connection:
             (db or connection).execute("UPDATE outbox SET state = ? WHERE id = ?", (state, item_id))
 
-    def get(self, item_id: str) -> tuple[OutboxItem, str] | None:
+    def get(self, item_id: str) -> tuple[OutboxItem, OutboxState] | None:
         """An item and its state, if it was planned."""
         row = self.store.query_one("SELECT * FROM outbox WHERE id = ?", (item_id,))
-        return (self._item(row), row["state"]) if row else None
+        return (self._item(row), OutboxState(row["state"])) if row else None
 
     def undelivered(self) -> list[OutboxItem]:
         """Items a crash left planned or written but not delivered."""
         rows = self.store.query(
-            "SELECT * FROM outbox WHERE state != 'delivered' ORDER BY created_at, rowid"
+            f"SELECT * FROM outbox WHERE state != {OutboxState.DELIVERED.sql} "
+            "ORDER BY created_at, rowid"
         )
         return [self._item(row) for row in rows]

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from ..errors import LookupFailed
 from ..formats import compact_json, from_micros, iso, parse_time
+from .states import TitleState, TurnStatus
 
 T = TypeVar("T")
 
@@ -65,8 +66,8 @@ class Conversation:
     updated_at: datetime
     ended_at: datetime | None
     end_reason: str | None
-    title_state: str = "none"
-    summary_state: str = "none"
+    title_state: TitleState = TitleState.NONE
+    summary_state: TitleState = TitleState.NONE
 
     @property
     def ended(self) -> bool:
@@ -74,8 +75,14 @@ class Conversation:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Conversation:
-        times = ("created_at", "updated_at", "ended_at")
-        return from_row(cls, row, times=times, title_pinned=bool(row["title_pinned"]))
+        return from_row(
+            cls,
+            row,
+            times=("created_at", "updated_at", "ended_at"),
+            title_pinned=bool(row["title_pinned"]),
+            title_state=TitleState(row["title_state"]),
+            summary_state=TitleState(row["summary_state"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ class Turn:
     conversation_id: str
     number: int
     message_id: str
-    status: str
+    status: TurnStatus
     started_at: datetime
     finished_at: datetime | None
     error: str | None
@@ -96,6 +103,7 @@ class Turn:
         return from_row(
             cls,
             row,
+            status=TurnStatus(row["status"]),
             started_at=from_micros(row["started_at"]),
             finished_at=None if finished is None else from_micros(finished),
         )

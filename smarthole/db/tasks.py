@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..formats import compact_json, new_id
 from .records import StoredMessage, from_row, like_prefix, unique_match
+from .states import RUNNING_TASKS, TaskStatus, sql_values
 
 if TYPE_CHECKING:
     from .store import Store
 
-RUNNING = ("active", "interrupted")
-FINISHED = ("completed", "aborted", "failed")
-STATUSES = RUNNING + FINISHED
+RUNNING = sql_values(*RUNNING_TASKS)  # in SQL: the tasks whose loop may run
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class Task:
     task: str
     agents: tuple[str, ...]
     max_turns: int
-    status: str
+    status: TaskStatus
     abort_requested: bool
     note: str | None
     result: str | None
@@ -46,11 +45,7 @@ class Task:
 
     @property
     def finished(self) -> bool:
-        return self.status in FINISHED
-
-    @property
-    def first_line(self) -> str:
-        return self.task.strip().splitlines()[0] if self.task.strip() else ""
+        return self.status.finished
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Task:
@@ -58,6 +53,7 @@ class Task:
             cls,
             row,
             times=("created_at", "updated_at", "finished_at"),
+            status=TaskStatus(row["status"]),
             agents=tuple(json.loads(row["agents"])),
             abort_requested=bool(row["abort_requested"]),
         )
@@ -116,7 +112,7 @@ class Tasks:
             cursor = connection.execute(
                 "INSERT INTO tasks (id, conversation_id, turn, message_id, started_by, task, "
                 "agents, max_turns, status, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?) "
+                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, {TaskStatus.ACTIVE.sql}, ?, ?) "
                 "ON CONFLICT (started_by) DO NOTHING",
                 (
                     new_id(),
@@ -164,8 +160,8 @@ class Tasks:
             rows = self.store.query("SELECT * FROM tasks ORDER BY created_at DESC, rowid DESC")
         else:
             rows = self.store.query(
-                "SELECT * FROM tasks WHERE status IN ('active', 'interrupted') UNION "
-                "SELECT * FROM (SELECT * FROM tasks WHERE status NOT IN ('active', 'interrupted') "
+                f"SELECT * FROM tasks WHERE status IN ({RUNNING}) UNION "
+                f"SELECT * FROM (SELECT * FROM tasks WHERE status NOT IN ({RUNNING}) "
                 "ORDER BY created_at DESC, rowid DESC LIMIT ?) ORDER BY created_at DESC",
                 (recent,),
             )
@@ -174,23 +170,22 @@ class Tasks:
     def running(self) -> list[Task]:
         """Active and interrupted tasks, oldest first."""
         rows = self.store.query(
-            "SELECT * FROM tasks WHERE status IN ('active', 'interrupted') ORDER BY created_at"
+            f"SELECT * FROM tasks WHERE status IN ({RUNNING}) ORDER BY created_at"
         )
         return [Task.from_row(row) for row in rows]
 
     def set_status(
         self,
         task_id: str,
-        status: str,
+        status: TaskStatus,
         *,
         note: str | None = None,
         result: str | None = None,
         db: sqlite3.Connection | None = None,
     ) -> None:
         """Move a task to ``status``; a finished status also records its note and result."""
-        assert status in STATUSES, status
         now = self.store.now()
-        finished_at = now if status in FINISHED else None
+        finished_at = now if status.finished else None
         with self.store.transaction() as connection:  # joins the caller's, if any
             assert db in (None, connection)
             connection.execute(
@@ -209,8 +204,17 @@ class Tasks:
     def interrupt_active(self) -> int:
         """At start: a task still ``active`` lost its loop in a crash. Returns how many."""
         return self.store.write(
-            "UPDATE tasks SET status = 'interrupted', updated_at = ? WHERE status = 'active'",
+            f"UPDATE tasks SET status = {TaskStatus.INTERRUPTED.sql}, updated_at = ? "
+            f"WHERE status = {TaskStatus.ACTIVE.sql}",
             (self.store.now(),),
+        )
+
+    def interrupt_for_message(self, message_id: str, *, db: sqlite3.Connection) -> None:
+        """The human turn that owns these tasks stopped (to resume): so did their loops."""
+        db.execute(
+            f"UPDATE tasks SET status = {TaskStatus.INTERRUPTED.sql}, updated_at = ? "
+            f"WHERE message_id = ? AND status = {TaskStatus.ACTIVE.sql}",
+            (self.store.now(), message_id),
         )
 
     def fail_for_message(
@@ -220,12 +224,12 @@ class Tasks:
         unfinished = [
             Task.from_row(row)
             for row in db.execute(
-                "SELECT * FROM tasks WHERE message_id = ? AND status IN ('active', 'interrupted')",
+                f"SELECT * FROM tasks WHERE message_id = ? AND status IN ({RUNNING})",
                 (message_id,),
             ).fetchall()
         ]
         for task in unfinished:
-            self.set_status(task.id, "failed", note=f"failed: {error}", db=db)
+            self.set_status(task.id, TaskStatus.FAILED, note=f"failed: {error}", db=db)
         return unfinished
 
     # -- agent turns ------------------------------------------------------------------------

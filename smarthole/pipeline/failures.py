@@ -1,8 +1,7 @@
-"""What a failed attempt means: when to try again, and the one sentence the user reads."""
+"""What a failed attempt means: its count, and the one sentence the user reads."""
 
 from __future__ import annotations
 
-import random
 from typing import NamedTuple
 
 from ..errors import TurnError
@@ -13,21 +12,6 @@ class Failure(NamedTuple):
 
     error: TurnError
     attempts: int
-
-
-def backoff_delay(
-    attempts: int,
-    retry_after: float | None,
-    *,
-    base: float,
-    cap: float,
-    rng: random.Random | None = None,
-) -> float:
-    """The server's requested delay if it sent one, else exponential with jitter; capped."""
-    if retry_after is not None:
-        return min(cap, retry_after)
-    jitter = 1 + (rng or random).uniform(0, 0.25)
-    return min(cap, base * 2 ** max(0, attempts - 1) * jitter)
 
 
 def friendly_error(error: TurnError, message_id: str) -> str:

@@ -32,12 +32,10 @@ from ..fsutil import (
     child,
     fit_name,
     fsync_dir,
-    make_private,
-    move_durably,
     read_regular_file,
-    unique_path,
     write_new_files,
 )
+from .failed import aside_note, move_to_failed
 from .message import DEFAULT_CHANNEL, parse_message, render_message_file
 from .stranded import StrandedClaims
 from .watch import InboxEntry, InboxFolder, Watcher, is_candidate
@@ -54,11 +52,8 @@ logger = logging.getLogger(__name__)
 
 UNSAFE_IN_NAMES = re.compile(r"[^\w.@+-]")
 CLAIM_SEPARATOR = "--"
-ERROR_SUFFIX = ".error.txt"
 # Why a message whose id was already taken with another text is refused (file or desktop).
 REUSED_ID = "id already used for a different message"
-# Room for ERROR_SUFFIX and unique_path's "-N" when a failed file's name is made to fit.
-FAILED_NAME_MAX = NAME_MAX - len(ERROR_SUFFIX) - 8
 # A backlog is claimed this many files (or this long) at a time, with dispatching between.
 CLAIM_BATCH_FILES = 50
 CLAIM_BATCH_SECONDS = 0.05
@@ -278,7 +273,7 @@ class Inbox:
     def _reject(
         self, claimed: Path, name: str, reason: str, message: Message | None = None
     ) -> Claim:
-        failed = self._move_to_failed(claimed, name, reason)
+        failed = move_to_failed(self.home.failed, claimed, name, reason)
         logger.warning("set aside %s: %s (see %s)", display_name(name), reason, failed)
         self.events.emit(
             "message_rejected",
@@ -330,39 +325,23 @@ class Inbox:
             with contextlib.suppress(FileNotFoundError):
                 entry.claimed_path.unlink()
 
-    def set_aside(self, entry: LedgerEntry, reason: str, *, attempts: int | None = None) -> Path:
-        """A message that cannot be answered: its file goes to ``failed/`` with the reason."""
-        details = [reason]
-        if attempts is not None:
-            details += [
-                f"attempts: {attempts}",
-                f"first received: {iso(entry.received_at)}",
-                f"given up: {self.store.now()}",
-                f"message id: {entry.id}",
-                f"retry with: smarthole retry {entry.id}",
-            ]
+    def move_aside(self, entry: LedgerEntry, note: str) -> Path:
+        """After the commit that made ``entry`` dead: its file goes to ``failed/`` with
+        ``note``, then the ledger says where, and that the claim is gone.
+
+        Not under the store's lock (two fsyncs); a crash before the ledger says so leaves the
+        claim recorded, and :meth:`recover` finishes the move.
+        """
+        assert not self.store.in_transaction(), "file work under the store's lock"
         name = entry.message.source_name
         claimed = entry.claimed_path
         if claimed is None or not claimed.exists():
             # The file is gone (a crash after it moved); the ledger has its text.
             claimed = self.home.claimed / claimed_name(name)
             atomic_write(claimed, render_message_file(entry.message.text, id=entry.id))
-        failed = self._move_to_failed(claimed, name, "\n".join(details))
-        self.ledger.set_status(
-            entry.id, "dead", last_error=reason, failed_path=str(failed), claimed_path=None
-        )
+        failed = move_to_failed(self.home.failed, claimed, name, note)
+        self.ledger.set_aside(entry.id, failed)
         return failed
-
-    def _move_to_failed(self, claimed: Path, name: str, reason: str) -> Path:
-        self.home.failed.mkdir(parents=True, exist_ok=True)
-        fitted = fit_name(display_name(name), FAILED_NAME_MAX)
-        if fitted != name:
-            reason = f"{reason.strip()}\noriginal name: {display_name(name)}"
-        target = unique_path(self.home.failed, fitted)
-        atomic_write(target.with_name(target.name + ERROR_SUFFIX), (reason.strip() + "\n").encode())
-        move_durably(claimed, target)
-        make_private(target)  # the writer's mode may have let others read it
-        return target
 
     # -- recovery ---------------------------------------------------------------------------
 
@@ -376,6 +355,17 @@ class Inbox:
         handled = 0
         for entry in self.ledger.answered_with_claims():
             self.release(entry)
+            handled += 1
+        for entry in self.ledger.dead_with_claims():  # a stop before the file moved aside
+            attempts = entry.attempts or None  # none: it was refused before any attempt
+            note = aside_note(
+                entry, entry.last_error or "", attempts=attempts, now=self.store.now()
+            )
+            try:
+                self.move_aside(entry, note)
+            except OSError as exc:  # still recorded: the next start tries again
+                logger.error("cannot set aside the file of dead message %s: %s", entry.id, exc)
+                continue
             handled += 1
         for path in sorted(self.home.claimed.iterdir()) if self.home.claimed.exists() else []:
             if str(path) in known or not is_candidate(path.name):

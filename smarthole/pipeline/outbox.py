@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Unpack
 
-from ..db.outbox import KINDS, ItemFields, OutboxItem, OutboxRecord
+from ..db.outbox import ItemFields, OutboxItem, OutboxRecord
+from ..db.states import OutboxState
 from ..formats import new_id
 from ..fsutil import atomic_write
 
@@ -40,7 +41,6 @@ class Outbox(OutboxRecord):
 
     def send(self, *, item_id: str | None = None, **item: Unpack[ItemFields]) -> OutboxItem:
         """Plan, write and deliver one item; calling again with the same id does no more."""
-        assert item["kind"] in KINDS, item["kind"]
         planned, state = self.plan(item_id or new_id(), **item)
         self._complete(planned, state)
         return planned
@@ -55,7 +55,6 @@ class Outbox(OutboxRecord):
         again. An item an earlier attempt planned (an error reply it gave up with) is finished
         as planned; a ``fresh`` turn (begun by this attempt) has none to look up.
         """
-        assert item["kind"] in KINDS, item["kind"]
         found = None if fresh else self.get(item_id)
         if found is not None:
             self._hand_over(*found)
@@ -68,30 +67,29 @@ class Outbox(OutboxRecord):
 
     def record_delivered(self, item: OutboxItem, *, db: sqlite3.Connection) -> None:
         """Record a handed-over item as delivered, in the caller's transaction."""
-        if self.record(item, "delivered", db=db):
+        if self.record(item, OutboxState.DELIVERED, db=db):
             self._written_event(item, db)
         else:
-            self.mark(item.id, "delivered", db=db)
+            self.mark(item.id, OutboxState.DELIVERED, db=db)
 
     def hand_over(self, *, item_id: str, **item: Unpack[ItemFields]) -> OutboxItem:
         """Plan, write and deliver one item like :meth:`send`, but leave recording its delivery
-        to the caller's next commit (``mark(id, "delivered", db=...)``): an error reply's
+        to the caller's next commit (``mark(id, DELIVERED, db=...)``): an error reply's
         delivery commits with its failed turn. A crash before that delivers it again."""
-        assert item["kind"] in KINDS, item["kind"]
         planned, state = self.plan(item_id, **item)
         self._hand_over(planned, state)
         return planned
 
-    def _complete(self, item: OutboxItem, state: str) -> None:
+    def _complete(self, item: OutboxItem, state: OutboxState) -> None:
         if self._hand_over(item, state):
-            self.mark(item.id, "delivered")
+            self.mark(item.id, OutboxState.DELIVERED)
 
-    def _hand_over(self, item: OutboxItem, state: str) -> bool:
+    def _hand_over(self, item: OutboxItem, state: OutboxState) -> bool:
         """Write the item if it is only planned, and hand it to the ``deliver`` hook unless
         that was recorded; returns whether the hook ran."""
-        if state == "planned":
+        if state is OutboxState.PLANNED:
             self._write(item)
-        if state == "delivered":
+        if state is OutboxState.DELIVERED:
             return False
         self.plugins.notify("deliver", outbox_item=item)
         return True
@@ -99,10 +97,11 @@ class Outbox(OutboxRecord):
     def _write(self, item: OutboxItem) -> None:
         self._write_file(item)
         with self.store.transaction() as db:
-            self.mark(item.id, "written", db=db)
+            self.mark(item.id, OutboxState.WRITTEN, db=db)
             self._written_event(item, db)
 
     def _write_file(self, item: OutboxItem) -> None:
+        assert not self.store.in_transaction(), "file work under the store's lock"
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(item.path, item.render())
         logger.info("wrote %s reply %s to %s", item.kind, item.id, item.path.name)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..backoff import Backoff
 from ..formats import display_name, iso
 from ..fsutil import atomic_write
 from .watch import is_candidate
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FIRST_DELAY = 0.5
-MAX_DELAY = 60.0
+WAIT = Backoff(base=0.5, cap=60.0)
 # A claim younger than this may be one the daemon is recording right now (renamed into the
 # folder, not yet committed; the commit may wait out SQLite's 30s busy timeout), so a reader
 # in another process does not call it stranded yet.
@@ -102,7 +102,7 @@ class StrandedClaims:
         error = " ".join(str(exc).split()) or type(exc).__name__
         previous = self._claims.get(claimed)
         attempts = previous.attempts + 1 if previous else 1
-        delay = min(FIRST_DELAY * 2 ** (attempts - 1), MAX_DELAY)
+        delay = WAIT.delay(attempts)
         now = datetime.now(UTC)
         self._claims[claimed] = StrandedClaim(
             file=str(claimed),

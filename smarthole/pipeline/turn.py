@@ -2,8 +2,9 @@
 
 ``TurnRun`` implements the agent's ``TurnSession`` (history, what is stored, recording each
 message the moment it exists) and the tools' ``TurnControl`` (``send_message``,
-``end_conversation``). Every record is its own committed transaction, followed by its event and
-``message_stored`` hook.
+``end_conversation``). It records through the ``TurnRecorder`` a team agent's turn shares, into
+the conversation's tables (:class:`ConversationTables`). Every record is its own committed
+transaction, with its event, and followed by its ``message_stored`` hook.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
+from ..db.states import OutboxKind
 from ..db.usage import UsageLog
 from ..errors import TurnInterrupted
 from ..tools import ToolContext
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from ..agent.client import ModelReply
     from ..agent.history import HistoryCache, Window
     from ..agent.messages import History
@@ -30,8 +35,6 @@ if TYPE_CHECKING:
     from ..db.records import Conversation, StoredMessage
     from ..tools import ToolResult
     from .outbox import Outbox
-
-API_KINDS = ("user", "assistant", "tool_result")
 
 
 def derived_id(*parts: str) -> str:
@@ -65,9 +68,11 @@ class TurnRun:
     def __post_init__(self) -> None:
         self.store = self.app.store
         self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
+        self.recorder = TurnRecorder(self.store, ConversationTables(self), UsageLog(self.store))
 
     @property
-    def _where(self) -> dict[str, Any]:
+    def where(self) -> dict[str, Any]:
+        """The fields of an event about this turn."""
         return place(self.conversation.id, self.conversation.channel, self.number, self.entry.id)
 
     # -- TurnSession ------------------------------------------------------------------------
@@ -84,7 +89,7 @@ class TurnRun:
         )
 
     def turn_messages(self) -> list[StoredMessage]:
-        return [m for m in self.stored() if m.kind in API_KINDS]
+        return api_messages(self.stored())
 
     def stored(self) -> list[StoredMessage]:
         """Every stored message of this turn, of every kind, oldest first."""
@@ -92,50 +97,23 @@ class TurnRun:
             self.stored_so_far = self.store.messages(self.conversation.id, turn=self.number)
         return list(self.stored_so_far)
 
-    def _remember(self, stored: StoredMessage) -> None:
+    def remember(self, stored: StoredMessage) -> None:
         """Add a message this attempt stored, once its transaction has committed."""
         kept = self.stored_so_far
         if kept is not None:
             self.store.after_commit(lambda: kept.append(stored))
 
     def started_tools(self) -> dict[str, int]:
-        return self.store.started_tool_calls(self.conversation.id, self.number)
+        return self.recorder.started_tools()
 
     def record_assistant(self, reply: ModelReply) -> None:
-        # The reply and its usage row commit together: never one without the other.
-        with self.store.transaction() as db:
-            self._append(
-                "assistant",
-                reply.content,
-                db=db,
-                stop_reason=reply.stop_reason,
-                usage=reply.usage,
-            )
-            UsageLog(self.store).record(
-                reply.usage,
-                purpose="turn",
-                model=reply.model,
-                conversation_id=self.conversation.id,
-                turn=self.number,
-                db=db,
-            )
+        self.recorder.record_assistant(reply)
 
     def record_tool_start(self, block: dict[str, Any]) -> None:
-        self.store.record_tool_start(block["id"], self.conversation.id, self.number, block["name"])
-        self.events.emit("tool_called", **self._where, tool=block["name"], tool_use_id=block["id"])
+        self.recorder.record_tool_start(block)
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        content = [result.block(block["id"])]
-        with self.store.transaction() as db:
-            self._append("tool_result", content, tool_use_id=block["id"], db=db)
-            self.events.emit(
-                "tool_finished",
-                **self._where,
-                db=db,
-                tool=block["name"],
-                tool_use_id=block["id"],
-                is_error=result.is_error,
-            )
+        self.recorder.record_tool_result(block, result)
 
     def tool_context(self, block: dict[str, Any]) -> ToolContext:
         return ToolContext(
@@ -163,12 +141,12 @@ class TurnRun:
 
     def record_text(self, text: str) -> None:
         """Store a reply that no model call wrote (a team task's result) as the agent's."""
-        self._append("assistant", [{"type": "text", "text": text}])
+        self.recorder.record_text(text)
 
     # -- TurnControl ------------------------------------------------------------------------
 
     def send_message(self, text: str, *, is_question: bool, tool_use_id: str) -> OutboxItem:
-        kind = "question" if is_question else "message"
+        kind = OutboxKind.QUESTION if is_question else OutboxKind.MESSAGE
         item = self.outbox.send(
             item_id=derived_id("send", tool_use_id),
             in_reply_to=self.entry.id,
@@ -180,11 +158,7 @@ class TurnRun:
             waiting_for_reply=is_question,
         )
         transcript_kind = "question" if is_question else "agent_message"
-        already = self.store.query_one(
-            "SELECT 1 FROM messages WHERE tool_use_id = ? AND kind = ?",
-            (tool_use_id, transcript_kind),
-        )
-        if already is None:
+        if not self.store.has_tool_message(tool_use_id, transcript_kind):
             with self.store.transaction() as db:
                 stored = self.store.append_message(
                     self.conversation.id,
@@ -194,10 +168,10 @@ class TurnRun:
                     tool_use_id=tool_use_id,
                     db=db,
                 )
-                self._remember(stored)
+                self.remember(stored)
                 if is_question:
                     self.events.emit(
-                        "question_asked", **self._where, db=db, question=text, outbox_id=item.id
+                        "question_asked", **self.where, db=db, question=text, outbox_id=item.id
                     )
         return item
 
@@ -205,37 +179,67 @@ class TurnRun:
         self.end_requested = reason or "requested by the agent"
         self.store.update_turn(self.conversation.id, self.number, end_requested=self.end_requested)
 
-    # -- helpers ----------------------------------------------------------------------------
 
-    def _append(
+@dataclass(eq=False)
+class ConversationTables:
+    """Where a human turn records its tool loop: the conversation's messages and tool calls,
+    each with its event, and each message with its ``message_stored`` hook after the commit."""
+
+    run: TurnRun
+
+    def append(
         self,
         kind: str,
         content: list[dict[str, Any]],
         *,
+        db: sqlite3.Connection,
         tool_use_id: str | None = None,
-        db: Any = None,
         **event_fields: Any,
     ) -> None:
-        with self.store.transaction() as connection:
-            stored = self.store.append_message(
-                self.conversation.id,
-                self.number,
-                kind,
-                content,
-                tool_use_id=tool_use_id,
-                db=db or connection,
-            )
-            self.events.emit(
-                "message_stored",
-                **self._where,
-                db=db or connection,
-                role=stored.role,
-                kind=kind,
-                stored_id=stored.id,
-                **event_fields,
-            )
-            self._remember(stored)
-            plugins, conversation = self.app.plugins, self.conversation
-            self.store.after_commit(
-                lambda: plugins.notify("message_stored", conversation=conversation, message=stored)
-            )
+        run = self.run
+        stored = run.store.append_message(
+            run.conversation.id, run.number, kind, content, tool_use_id=tool_use_id, db=db
+        )
+        run.events.emit(
+            "message_stored",
+            **run.where,
+            db=db,
+            role=stored.role,
+            kind=kind,
+            stored_id=stored.id,
+            **event_fields,
+        )
+        run.remember(stored)
+        plugins, conversation = run.app.plugins, run.conversation
+        run.store.after_commit(
+            lambda: plugins.notify("message_stored", conversation=conversation, message=stored)
+        )
+
+    def tool_started(self, block: dict[str, Any], db: sqlite3.Connection) -> None:
+        run = self.run
+        run.store.record_tool_start(block["id"], run.conversation.id, run.number, block["name"])
+        run.events.emit(
+            "tool_called", **run.where, db=db, tool=block["name"], tool_use_id=block["id"]
+        )
+
+    def tool_finished(
+        self, block: dict[str, Any], result: ToolResult, db: sqlite3.Connection
+    ) -> None:
+        self.run.events.emit(
+            "tool_finished",
+            **self.run.where,
+            db=db,
+            tool=block["name"],
+            tool_use_id=block["id"],
+            is_error=result.is_error,
+        )
+
+    def started_tools(self) -> dict[str, int]:
+        return self.run.store.started_tool_calls(self.run.conversation.id, self.run.number)
+
+    def usage_place(self) -> dict[str, Any]:
+        return {
+            "purpose": "turn",
+            "conversation_id": self.run.conversation.id,
+            "turn": self.run.number,
+        }

@@ -67,10 +67,6 @@ class InboxFolder:
     def next_recheck(self) -> float | None:
         return self._recheck_at
 
-    def pending_names(self) -> list[str]:
-        """Inbox entries that look like messages, oldest first (by mtime, then name)."""
-        return [entry.name for entry in self.scan()]
-
     def claimable_names(self) -> list[str]:
         """Pending names that a claim could take now: ready, and not refused by the folder."""
         return [entry.name for entry in self.scan() if self.claimable(entry)]

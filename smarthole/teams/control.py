@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any
 
 from ..db.events import EventLog, about_turn
+from ..db.states import TaskStatus
 from ..db.store import Store
 from ..db.tasks import Task, Tasks
 from ..formats import iso
@@ -21,14 +22,14 @@ def abort_task(store: Store, task: Task, *, loop_may_run: bool) -> bool:
     """
     tasks = Tasks(store)
     tasks.request_abort(task.id)
-    if loop_may_run and task.status == "active":
+    if loop_may_run and task.status is TaskStatus.ACTIVE:
         return False
     with store.transaction() as db:
         current = tasks.get(task.id)
         if current is None or current.finished:
             return True
-        tasks.set_status(task.id, "aborted", note=ABORTED_NOTE, db=db)
-        _finished(store, EventLog(store), task, "aborted", db=db)
+        tasks.set_status(task.id, TaskStatus.ABORTED, note=ABORTED_NOTE, db=db)
+        _finished(store, EventLog(store), task, TaskStatus.ABORTED, db=db)
     return True
 
 
@@ -37,11 +38,11 @@ def fail_tasks(
 ) -> None:
     """A dead human turn fails its unfinished tasks, each with its ``task_finished`` event."""
     for task in Tasks(store).fail_for_message(message_id, error, db=db):
-        _finished(store, events, task, "failed", db=db)
+        _finished(store, events, task, TaskStatus.FAILED, db=db)
 
 
 def _finished(
-    store: Store, events: EventLog, task: Task, status: str, *, db: sqlite3.Connection
+    store: Store, events: EventLog, task: Task, status: TaskStatus, *, db: sqlite3.Connection
 ) -> None:
     """``task_finished`` for a task ended outside its loop, in the caller's transaction."""
     events.emit(

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..db.states import TaskStatus
 from ..db.tasks import AgentTurn, Task, Tasks
-from ..errors import InternalError, TeamRequestError, ToolError, TurnError, TurnInterrupted
+from ..errors import InternalError, TeamRequestError, ToolError
 from ..mcpservers import tool_matches
 from ..tools import ToolContext, ToolSet, build_tool
 from .prompts import (
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ..db.records import Message, StoredMessage
     from ..tools import Tool
 
-Ending = tuple[str, str, str | None]  # status, note, result
+Ending = tuple[TaskStatus, str, str | None]  # status, note, result
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class TeamRunner:
         request = TaskRequest(message.text, list(message.agents), message.max_turns)
         task = self.run(place, message.id, request)
         if (
-            task.status == "completed"
+            task.status is TaskStatus.COMPLETED
             and task.result
             and task.note == completed_note(self.tasks.turn_count(task.id), task.max_turns)
         ):
@@ -190,8 +191,8 @@ class TeamRunner:
     def _drive(self, task: Task, place: HumanTurn) -> Task:
         if task.finished:
             return task
-        if task.status != "active":
-            self.tasks.set_status(task.id, "active")
+        if task.status is not TaskStatus.ACTIVE:
+            self.tasks.set_status(task.id, TaskStatus.ACTIVE)
         done = self.tasks.turns(task.id)
         try:
             while (ending := self._ending(task, done)) is None:
@@ -200,10 +201,9 @@ class TeamRunner:
                 if current is not None and current.finished:  # finish_task ended it
                     return current
         except TaskAborted:
-            ending = ("aborted", ABORTED_NOTE, _last_text(done))
-        except (TurnError, TurnInterrupted):
-            self.tasks.set_status(task.id, "interrupted")
-            raise
+            ending = (TaskStatus.ABORTED, ABORTED_NOTE, _last_text(done))
+        # A TurnError or TurnInterrupted ends the human turn's attempt, and the transition
+        # that records it (pipeline.lifecycle) interrupts this task in the same commit.
         with self.app.store.transaction() as db:
             self._finish(db, task, place, *ending, agent_turns=len(done))
         finished = self.tasks.get(task.id)
@@ -214,12 +214,13 @@ class TeamRunner:
         """How the task ends before agent turn ``len(done)``, or None to run that turn."""
         current = self.tasks.get(task.id)
         if current is not None and current.abort_requested:
-            return ("aborted", ABORTED_NOTE, _last_text(done))
+            return (TaskStatus.ABORTED, ABORTED_NOTE, _last_text(done))
         if len(done) >= task.max_turns:
-            return ("completed", completed_note(len(done), task.max_turns), _last_text(done))
+            note = completed_note(len(done), task.max_turns)
+            return (TaskStatus.COMPLETED, note, _last_text(done))
         name = task.agents[len(done) % len(task.agents)]
         if name not in self.team:
-            return ("completed", missing_note(name), _last_text(done))
+            return (TaskStatus.COMPLETED, missing_note(name), _last_text(done))
         return None
 
     def _agent_turn(
@@ -249,7 +250,8 @@ class TeamRunner:
             self._event("agent_turn_finished", task, place, db, **turn_fields)
             if result is not None:
                 note = completed_note(index + 1, task.max_turns)
-                self._finish(db, task, place, "completed", note, result, agent_turns=index + 1)
+                ending = (TaskStatus.COMPLETED, note, result)
+                self._finish(db, task, place, *ending, agent_turns=index + 1)
         return AgentTurn(task.id, index, agent.name, text, tuple(calls), self.app.now())
 
     def _finish(
@@ -257,7 +259,7 @@ class TeamRunner:
         db: sqlite3.Connection,
         task: Task,
         place: HumanTurn,
-        status: str,
+        status: TaskStatus,
         note: str,
         result: str | None,
         *,

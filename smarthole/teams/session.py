@@ -1,8 +1,9 @@
 """One agent turn of a task, as the agent loop sees it: the ``TurnSession`` over task tables.
 
-It mirrors ``pipeline.turn.TurnRun`` for the human conversation: every model reply and tool
-result is stored the moment it exists, and a tool's intent before it runs, so a crash resumes
-the agent turn where it stopped. It stores into the task's own tables only.
+It records through the same ``TurnRecorder`` as ``pipeline.turn.TurnRun`` for the human
+conversation: every model reply and tool result is stored the moment it exists, and a tool's
+intent before it runs, so a crash resumes the agent turn where it stopped. It stores into the
+task's own tables only (:class:`TaskTables`), with no events.
 """
 
 from __future__ import annotations
@@ -12,21 +13,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent.messages import to_api_messages
+from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
+from ..db.records import ROLES
 from ..db.usage import UsageLog
 from ..errors import ToolError, TurnInterrupted
 from ..tools import ToolContext
 from .prompts import NO_HUMAN
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from ..agent.client import ModelReply
     from ..app import App
     from ..db.outbox import OutboxItem
     from ..db.records import StoredMessage
     from ..db.tasks import Task, Tasks
     from ..tools import ToolResult
-
-API_KINDS = ("user", "assistant", "tool_result")
 
 
 class TaskAborted(Exception):
@@ -41,10 +44,6 @@ class HumanTurn:
     channel: str
     turn: int
     message_id: str
-
-    @classmethod
-    def of(cls, context: ToolContext) -> HumanTurn:
-        return cls(context.conversation_id, context.channel, context.turn, context.message_id)
 
     @property
     def where(self) -> dict[str, Any]:
@@ -71,6 +70,10 @@ class AgentTurnSession:
     place: HumanTurn
     stop: threading.Event | None = None
 
+    def __post_init__(self) -> None:
+        store = self.app.store
+        self.recorder = TurnRecorder(store, TaskTables(self), UsageLog(store))
+
     def system(self) -> list[dict[str, Any]]:
         return self.system_blocks
 
@@ -78,37 +81,19 @@ class AgentTurnSession:
         return to_api_messages(self.turn_messages())
 
     def turn_messages(self) -> list[StoredMessage]:
-        return [m for m in self.tasks.messages(self.task.id, self.index) if m.kind in API_KINDS]
+        return api_messages(self.tasks.messages(self.task.id, self.index))
 
     def started_tools(self) -> dict[str, int]:
-        return self.tasks.started_tool_calls(self.task.id, self.index)
+        return self.recorder.started_tools()
 
     def record_assistant(self, reply: ModelReply) -> None:
-        # The reply and its usage row commit together: never one without the other.
-        agent = self.task.agents[self.index % len(self.task.agents)]
-        with self.app.store.transaction() as db:
-            self.tasks.append_message(
-                self.task.id, self.index, "assistant", "assistant", reply.content, db=db
-            )
-            UsageLog(self.app.store).record(
-                reply.usage,
-                purpose="agent_turn",
-                model=reply.model,
-                conversation_id=self.place.conversation_id,
-                turn=self.place.turn,
-                task_id=self.task.id,
-                agent=agent,
-                db=db,
-            )
+        self.recorder.record_assistant(reply)
 
     def record_tool_start(self, block: dict[str, Any]) -> None:
-        self.tasks.record_tool_start(block["id"], self.task.id, self.index, block["name"])
+        self.recorder.record_tool_start(block)
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        content = [result.block(block["id"])]
-        self.tasks.append_message(
-            self.task.id, self.index, "user", "tool_result", content, tool_use_id=block["id"]
-        )
+        self.recorder.record_tool_result(block, result)
 
     def tool_context(self, block: dict[str, Any]) -> ToolContext:
         return ToolContext(
@@ -131,3 +116,47 @@ class AgentTurnSession:
 
     def trim_history(self) -> bool:
         return False  # an agent turn carries no earlier history to trim
+
+
+@dataclass(eq=False)
+class TaskTables:
+    """Where a team agent's turn records its tool loop: its task's message and tool call
+    tables, with no event (the task's own events say where it stands)."""
+
+    session: AgentTurnSession
+
+    def append(
+        self,
+        kind: str,
+        content: list[dict[str, Any]],
+        *,
+        db: sqlite3.Connection,
+        tool_use_id: str | None = None,
+        **event_fields: Any,
+    ) -> None:
+        task, index = self.session.task, self.session.index
+        self.session.tasks.append_message(
+            task.id, index, ROLES[kind], kind, content, tool_use_id=tool_use_id, db=db
+        )
+
+    def tool_started(self, block: dict[str, Any], db: sqlite3.Connection) -> None:
+        session = self.session
+        session.tasks.record_tool_start(block["id"], session.task.id, session.index, block["name"])
+
+    def tool_finished(
+        self, block: dict[str, Any], result: ToolResult, db: sqlite3.Connection
+    ) -> None:
+        pass  # stored with its result; no event
+
+    def started_tools(self) -> dict[str, int]:
+        return self.session.tasks.started_tool_calls(self.session.task.id, self.session.index)
+
+    def usage_place(self) -> dict[str, Any]:
+        session = self.session
+        return {
+            "purpose": "agent_turn",
+            "conversation_id": session.place.conversation_id,
+            "turn": session.place.turn,
+            "task_id": session.task.id,
+            "agent": session.task.agents[session.index % len(session.task.agents)],
+        }

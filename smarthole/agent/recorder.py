@@ -1,0 +1,99 @@
+"""What the tool loop records of a turn, the same for a human turn and a team agent's turn.
+
+The loop's ``TurnSession`` stores each step the moment it exists, so a crash resumes where it
+stopped and never runs a finished tool again: a model reply with its usage row (one commit),
+a tool's intent before it runs, a tool's result. A human turn keeps them in the conversation's
+tables, a team agent's turn in its task's. :class:`TurnRecorder` decides what is recorded and
+what commits together; a :class:`TurnTables` adapter says where, so the two kinds of turn
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..db.connection import Database
+    from ..db.records import StoredMessage
+    from ..db.usage import UsageLog
+    from ..tools import ToolResult
+    from .client import ModelReply
+
+API_KINDS = ("user", "assistant", "tool_result")
+"""The stored kinds a turn's Messages API history is made of (the rest are transcript only)."""
+
+
+class TurnTables(Protocol):
+    """Where one kind of turn keeps what its tool loop records."""
+
+    def append(
+        self,
+        kind: str,
+        content: list[dict[str, Any]],
+        *,
+        db: sqlite3.Connection,
+        tool_use_id: str | None = None,
+        **event_fields: Any,
+    ) -> None:
+        """Store one message of the turn in ``db``'s transaction (``event_fields`` describe
+        it to whoever follows the turn: a model reply's stop reason and usage)."""
+
+    def tool_started(self, block: dict[str, Any], db: sqlite3.Connection) -> None:
+        """Store a tool call's intent, in ``db``'s transaction, before it runs."""
+
+    def tool_finished(
+        self, block: dict[str, Any], result: ToolResult, db: sqlite3.Connection
+    ) -> None:
+        """Say that a tool call finished, in the transaction that stores its result."""
+
+    def started_tools(self) -> dict[str, int]:
+        """The turn's started tool calls, with how many times each was run."""
+
+    def usage_place(self) -> dict[str, Any]:
+        """Why the model was called and for what (``UsageLog.record``'s fields)."""
+
+
+@dataclass(eq=False)
+class TurnRecorder:
+    """Records the steps of one turn's tool loop through its tables."""
+
+    store: Database
+    tables: TurnTables
+    usage: UsageLog
+
+    def record_assistant(self, reply: ModelReply) -> None:
+        # The reply and its usage row commit together: never one without the other.
+        with self.store.transaction() as db:
+            self.tables.append(
+                "assistant",
+                reply.content,
+                db=db,
+                stop_reason=reply.stop_reason,
+                usage=reply.usage,
+            )
+            self.usage.record(reply.usage, model=reply.model, db=db, **self.tables.usage_place())
+
+    def record_tool_start(self, block: dict[str, Any]) -> None:
+        with self.store.transaction() as db:
+            self.tables.tool_started(block, db)
+
+    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
+        content = [result.block(block["id"])]
+        with self.store.transaction() as db:
+            self.tables.append("tool_result", content, tool_use_id=block["id"], db=db)
+            self.tables.tool_finished(block, result, db)
+
+    def record_text(self, text: str) -> None:
+        """Store a reply that no model call wrote (a team task's result) as the agent's."""
+        with self.store.transaction() as db:
+            self.tables.append("assistant", [{"type": "text", "text": text}], db=db)
+
+    def started_tools(self) -> dict[str, int]:
+        return self.tables.started_tools()
+
+
+def api_messages(stored: list[StoredMessage]) -> list[StoredMessage]:
+    """The messages of a turn that its Messages API history is made of."""
+    return [m for m in stored if m.kind in API_KINDS]

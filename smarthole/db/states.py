@@ -1,0 +1,126 @@
+"""Every state the store keeps, as enums: a message's, a turn's, an outbox item's, a task's.
+
+The store holds each state as its string value, so a member compares equal to (and is stored,
+bound and serialized as) that string; the values are part of the database and must not
+change. SQL that names a state builds its text from the members (:func:`sql_values`), so the
+text stays what SQLite's partial indexes expect.
+
+A message's life (``pipeline.lifecycle`` owns every transition)::
+
+    queued ──begin──▶ in_progress ──complete──▶ done
+                          │  ├──defer────▶ deferred ──(due)──▶ begin again
+                          │  ├──interrupt─▶ queued
+                          │  └──give up───▶ dead ──(smarthole retry)──▶ redrive ──(claim)──▶ queued
+                          └──reject (it cannot start)──▶ dead
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class State(StrEnum):
+    """A state as the store keeps it: its value."""
+
+    @property
+    def sql(self) -> str:
+        """The state as an SQL literal, for a statement's text."""
+        return f"'{self.value}'"
+
+
+class MessageStatus(State):
+    """Where an inbox message stands in the ledger."""
+
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    DEFERRED = "deferred"  # a failed attempt; the next is due at ``next_attempt_at``
+    DEAD = "dead"  # given up: its file is in failed/
+    DONE = "done"
+    REDRIVE = "redrive"  # dead, and put back into the inbox by ``smarthole retry``
+
+
+UNFINISHED_MESSAGES = (MessageStatus.QUEUED, MessageStatus.IN_PROGRESS, MessageStatus.DEFERRED)
+
+
+class TurnStatus(State):
+    """How a turn of a conversation stands."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    DEFERRED = "deferred"
+    INTERRUPTED = "interrupted"  # a stop or a crash cut it off; it resumes
+    FAILED = "failed"
+
+
+class OutboxState(State):
+    """An outbox item's progress: a row with its file name, the file, the ``deliver`` hook."""
+
+    PLANNED = "planned"
+    WRITTEN = "written"
+    DELIVERED = "delivered"
+
+
+class OutboxKind(State):
+    """What an outbox item is: a turn's final reply (a response or an error), or a message or
+    question the agent sent during its turn."""
+
+    RESPONSE = "response"
+    MESSAGE = "message"
+    QUESTION = "question"
+    ERROR = "error"
+
+    @property
+    def final(self) -> bool:
+        return self in (OutboxKind.RESPONSE, OutboxKind.ERROR)
+
+
+class TaskStatus(State):
+    """How a team task stands."""
+
+    ACTIVE = "active"
+    INTERRUPTED = "interrupted"  # its loop stopped with the daemon; it resumes with its turn
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+    FAILED = "failed"  # the human turn that owns it is dead
+
+    @property
+    def finished(self) -> bool:
+        return self not in RUNNING_TASKS
+
+
+RUNNING_TASKS = (TaskStatus.ACTIVE, TaskStatus.INTERRUPTED)
+FINISHED_TASKS = (TaskStatus.COMPLETED, TaskStatus.ABORTED, TaskStatus.FAILED)
+
+
+class TitleState(State):
+    """Where a conversation's title (or its summary) stands."""
+
+    NONE = "none"  # not wanted yet
+    PENDING = "pending"  # due: the next sweep writes it
+    DONE = "done"
+    FAILED = "failed"  # the model could not write one; a fallback stands in
+    DISABLED = "disabled"  # summaries are turned off
+
+
+class Outcome(StrEnum):
+    """What one attempt at a message's turn came to (the processor's answer)."""
+
+    DONE = "done"
+    DEFERRED = "deferred"
+    DEAD = "dead"
+    INTERRUPTED = "interrupted"
+
+
+class ConversationStatus(StrEnum):
+    """A conversation's status as people see it listed (derived, not stored)."""
+
+    ENDED = "ended"
+    DEFERRED = "deferred"
+    INTERRUPTED = "interrupted"
+    WAITING = "waiting for your reply"
+    ACTIVE = "active"
+
+
+def sql_values(*states: State) -> str:
+    """``'a', 'b'``: states as SQL literals, for an ``IN (...)`` in a statement's text."""
+    return ", ".join(state.sql for state in states)
