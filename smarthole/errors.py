@@ -109,14 +109,16 @@ class ModelError(TurnError):
 
 
 class InternalError(TurnError):
-    """A bug in smarthole or in a plugin broke a turn.
+    """A bug in smarthole or in a plugin, or a broken invariant, broke a turn.
 
-    It is logged with its traceback and retried like a transient failure: a fixed plugin, or
-    a restart, may let the message through.
+    Not retried: trying again runs into the same bug, blocks the channel meanwhile and fills
+    the log. The message is set aside at once with an honest reply, its traceback logged
+    once; ``smarthole retry`` sends it again after a fix. Only transient failures (the
+    network, 429, 5xx, overloaded) are deferred and retried.
     """
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, retryable=True, kind="internal")
+        super().__init__(message, retryable=False, kind="internal")
 
 
 class TeamRequestError(TurnError):

@@ -6,7 +6,7 @@ from smarthole import hookimpl
 from smarthole.cli import main
 from smarthole.errors import InternalError, ModelError, TurnError
 from smarthole.testing import text
-from tests.helpers import drop, run_once, write_config
+from tests.helpers import drop, finals, run_once, write_config
 
 
 def test_an_empty_new_title_is_a_usage_error(home, fake, env, capsys):
@@ -46,7 +46,26 @@ def test_a_bug_inside_processing_is_an_internal_error_not_a_model_error(
     (error,) = recorder.failures
     assert isinstance(error, InternalError) and isinstance(error, TurnError)
     assert not isinstance(error, ModelError)
-    assert error.retryable and "ZeroDivisionError: a bug" in str(error)
+    assert not error.retryable and "ZeroDivisionError: a bug" in str(error)
+
+
+def test_an_internal_error_is_not_retried_and_says_so(home, fake, env, caplog, monkeypatch):
+    calls = []
+
+    def buggy_run(self, session, **options):
+        calls.append(1)
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr("smarthole.agent.loop.Agent.run", buggy_run)
+    drop(home, "hello", "m1")
+    run_once(home, env)  # [retry] max_attempts is 8: still one attempt
+    assert len(calls) == 1
+    (reply,) = finals(home)
+    assert reply["kind"] == "error"
+    assert "internal error" in reply.text and "could not reach" not in reply.text
+    assert "smarthole retry m1" in reply.text
+    assert caplog.text.count("Traceback") <= 1 and caplog.text.count("ZeroDivisionError") >= 1
+    assert (home / "failed").is_dir() and any((home / "failed").iterdir())
 
 
 def _ls(home, capsys) -> list[str]:

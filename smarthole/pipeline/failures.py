@@ -38,6 +38,11 @@ def friendly_error(error: TurnError, message_id: str) -> str:
                 f"Sorry, I could not start that team task: {error}. Fix the request (or the "
                 f"[agents] tables of config.toml), then {retry}."
             )
+        case "internal":
+            return (
+                "Sorry, smarthole hit an internal error and could not answer this message; "
+                f"the details are in its log. After a fix, {retry}."
+            )
         case "invalid_request":
             return (
                 "Sorry, the AI service refused this request, so I could not answer this "

@@ -103,8 +103,8 @@ class Processor:
             return self.lifecycle.interrupt(attempt)
         except TurnError as exc:
             return self.lifecycle.fail(attempt, exc, partial(self._retry_delay, exc))
-        except Exception as exc:  # a bug or a broken plugin: log it, treat it as retryable
-            logger.exception("turn of message %s failed unexpectedly", entry.id)
+        except Exception as exc:  # a bug, a broken plugin or invariant: dead, not retried
+            logger.exception("turn of message %s failed on an internal error", entry.id)
             error = InternalError(f"internal error: {type(exc).__name__}: {exc}")
             return self.lifecycle.fail(attempt, error, partial(self._retry_delay, error))
         done = self.lifecycle.complete(run, outcome, fresh=begun.stored is not None)
