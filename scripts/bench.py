@@ -34,6 +34,8 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 8. desktop burst: 5,000 (quick 1,000) messages sent back to back by a fake SmartHole desktop
    to a real daemon's bridge: how many were acked, ack latency p50/p99/max (the desktop waits
    30 s), reconnects, acks/s (benchlib/desktopburst.py).
+9. web view (issue 34): event -> DOM latency p50/p95 over 200 events, opening a 10,000-message
+   conversation, and the view's CPU with 20 idle pages open (benchlib/web.py; needs Chromium).
 """
 
 from __future__ import annotations
@@ -59,12 +61,13 @@ from benchlib.desktopburst import burst_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.report import Row, markdown, save_json, table
 from benchlib.storage import storage_rows
+from benchlib.web import web_rows
 
 import smarthole
 from smarthole import __version__
 from smarthole.testing import FakeMessagesAPI, echo
 
-PARTS = ("pickup", "backlog", "history", "costs", "cache", "burst")
+PARTS = ("pickup", "backlog", "history", "costs", "cache", "burst", "web")
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ def measure(
         ),
         "cache": lambda: cache_rows(root, fake, sizes.turns),
         "burst": lambda: burst_rows(root, sizes.burst),
+        "web": lambda: web_rows(root),
     }
     rows = runs[part]()
     if part == "backlog":

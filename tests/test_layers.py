@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("teams",),
     ("pipeline", "conversations"),
     ("daemon",),
-    ("cli", "__main__", "testing", "builtins"),
+    ("cli", "__main__", "testing", "builtins", "web"),
 ]
 # What anything may take from the face (smarthole/__init__.py imports nothing of its own).
 FACE_NAMES = {"hookimpl", "__version__"}

@@ -142,6 +142,19 @@ class PluginSettings:
     disabled: list[str] = setting([], "Never load these plugins.")
 
 
+@dataclass(frozen=True)
+class WebViewSettings:
+    enabled: bool = setting(False, "Serve the live web view from `smarthole run`.")
+    host: str = setting("127.0.0.1", "Address of the web view; 127.0.0.1 is this machine only.")
+    port: int = setting(8470, "Port of the web view.", minimum=0)
+
+    def __post_init__(self) -> None:
+        if not self.host.strip() or any(c.isspace() or c in "/?#@" for c in self.host):
+            raise ValueError(f"host {self.host!r} is not an address")
+        if self.port > 65535:
+            raise ValueError(f"port must be at most 65535, not {self.port}")
+
+
 SECTIONS: dict[str, type] = {
     "model": ModelSettings,
     "agent": AgentSettings,
@@ -154,6 +167,7 @@ SECTIONS: dict[str, type] = {
     "plugins": PluginSettings,
     "teams": TeamSettings,
     "desktop": DesktopSettings,
+    "web": WebViewSettings,
 }
 
 
@@ -173,5 +187,6 @@ class Config:
     teams: TeamSettings = field(default_factory=TeamSettings)
     agents: dict[str, TeamAgentSettings] = field(default_factory=dict)
     desktop: DesktopSettings = field(default_factory=DesktopSettings)
+    web: WebViewSettings = field(default_factory=WebViewSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -15,7 +15,7 @@ from types import ModuleType
 
 from ...errors import ExitCode, PluginError
 from ..parser import Commands, Handler, Parser
-from . import basics, conversations, inspection, mcp, operations, teams, tidying
+from . import basics, conversations, inspection, mcp, operations, teams, tidying, web
 
 MODULES: tuple[ModuleType, ...] = (
     basics,
@@ -25,6 +25,7 @@ MODULES: tuple[ModuleType, ...] = (
     tidying,
     inspection,
     mcp,
+    web,
 )
 
 PluginHandler = Callable[[argparse.Namespace], int | None]

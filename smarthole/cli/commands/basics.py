@@ -9,6 +9,7 @@ from ...errors import ConfigError, ExitCode, MessageError
 from ...home import Home
 from ..common import home_of, opened, preflight
 from ..parser import Commands, command, number, one_of, option
+from .web import serve_beside_daemon
 
 
 def register(commands: Commands) -> None:
@@ -66,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
     if follow:
         set_level(config.daemon.log_level)
     daemon = Daemon(home, once=args.once, follow_log_level=follow)
-    code = daemon.run()
+    web = serve_beside_daemon(home, config)  # [web] enabled: the view in this process too
+    try:
+        code = daemon.run()
+    finally:
+        if web is not None:
+            web.stop()
     if args.once and daemon.summary.get("deferred"):
         due = daemon.summary["next_due"]
         print(

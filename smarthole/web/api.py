@@ -1,0 +1,212 @@
+"""The JSON API and the event stream, for the pages' script and for any other client.
+
+Every route needs the token (``Authorization: Bearer TOKEN``, or the pages' cookie); the
+shapes are documented in ``docs/web.md``. The reads run in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..db.events import Event, EventLog
+from ..db.store import Store
+from ..errors import LookupFailed
+from ..home import Home
+from . import posting
+from .auth import AUTHENTICATED
+from .follower import BATCH, DaemonState, EventFollower, follow
+from .reads import TURNS_SHOWN, Reader, said_dict
+
+MAX_BODY = 4 * 1024 * 1024  # a request body larger than this is refused before it is parsed
+
+
+@dataclass
+class Api:
+    """The JSON side of one home's view."""
+
+    home: Home
+    store: Store
+    reader: Reader
+    events: EventLog
+    follower: EventFollower
+    max_message_bytes: int
+
+    # -- conversations ----------------------------------------------------------------------
+
+    def conversations(self, request: Request) -> Response:
+        page = _int(request, "page", 1)
+        listing = self.reader.conversations(page)
+        return JSONResponse(
+            {
+                "conversations": [row.as_dict() for row in listing.rows],
+                "page": listing.page,
+                "pages": listing.pages,
+                "total": listing.total,
+            }
+        )
+
+    def conversation(self, request: Request) -> Response:
+        try:
+            row = self.reader.conversation(request.path_params["id"])
+        except LookupFailed as exc:
+            return _error(404, str(exc))
+        conversation = row.conversation
+        last = min(_int(request, "before_turn", conversation.turns + 1) - 1, conversation.turns)
+        count = max(1, min(_int(request, "turns", TURNS_SHOWN), 500))
+        first = max(1, last - count + 1)
+        turns = self.reader.human_turns(conversation, first=first, last=last) if last else []
+        waiting_turn = conversation.turns if row.state == "waiting" else None
+        messages = []
+        for turn in turns:
+            questions = [i for i, s in enumerate(turn.said) if s.kind == "question"]
+            for index, said in enumerate(turn.said):
+                pending = turn.number == waiting_turn and bool(questions) and index == questions[-1]
+                messages.append(said_dict(said, pending=pending))
+        tasks = self.reader.team_between(conversation, first, last) if last else []
+        return JSONResponse(
+            {
+                "conversation": row.as_dict(),
+                "session": self.reader.bar(row).as_dict(),
+                "first_turn": first if last else None,
+                "last_turn": last or None,
+                "earlier": bool(last) and first > 1,
+                "messages": messages,
+                "tasks": [task.as_dict() for task in tasks],
+            }
+        )
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def tasks(self, request: Request) -> Response:
+        from ..teams.control import describe
+
+        return JSONResponse(
+            {"tasks": [describe(task, done) for task, done in self.reader.task_listing()]}
+        )
+
+    def abort(self, request: Request) -> Response:
+        try:
+            stopped, message = posting.abort(self.home, self.store, request.path_params["id"])
+        except posting.Refused as exc:
+            return _error(exc.status, exc.reason)
+        return JSONResponse(
+            {"task": request.path_params["id"], "stopped": stopped, "message": message}
+        )
+
+    # -- messages ---------------------------------------------------------------------------
+
+    async def post_message(self, request: Request) -> Response:
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            dropped = await run_in_threadpool(
+                posting.drop, self.home, body, max_bytes=self.max_message_bytes
+            )
+        except posting.Refused as exc:
+            return _error(exc.status, exc.reason)
+        return JSONResponse({"id": dropped.id, "file": dropped.file}, status_code=202)
+
+    # -- events -----------------------------------------------------------------------------
+
+    def events_since(self, request: Request) -> Response:
+        after = _int(request, "after", 0)
+        limit = max(1, min(_int(request, "limit", BATCH), BATCH))
+        found = self.events.since(after, limit=limit)
+        last = found[-1].id if found else after
+        return JSONResponse({"events": [e.as_dict() for e in found], "last_id": last})
+
+    async def _read_since(self, after: int, limit: int) -> list[Event]:
+        return await run_in_threadpool(self.events.since, after, limit=limit)
+
+    def _after(self, request: Request | WebSocket) -> int:
+        """Where a stream resumes: ``?after=``, or the ``Last-Event-ID`` an EventSource sends
+        when it reconnects by itself, whichever is later."""
+        after = _int(request, "after", 0)
+        header = request.headers.get("last-event-id", "")
+        return max(after, int(header)) if header.isdigit() else after
+
+    async def stream(self, request: Request) -> Response:
+        """Server-sent events: ``id:`` is the event id, ``data:`` its JSON; ``event: daemon``
+        says whether a daemon runs. A comment line every few seconds keeps it open."""
+        items = follow(self.follower, self._read_since, self._after(request))
+        return StreamingResponse(
+            _sse(items),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    async def socket(self, websocket: WebSocket) -> None:
+        """The same stream over a WebSocket, which the pages use: a browser opens at most six
+        HTTP connections to one host, and every open page would hold one for its stream."""
+        if not websocket.scope.get(AUTHENTICATED):
+            await websocket.close(code=1008)
+            return
+        await websocket.accept()
+        items = follow(self.follower, self._read_since, self._after(websocket))
+        try:
+            async for item in items:
+                await websocket.send_text(_frame(item))
+        except (WebSocketDisconnect, OSError, RuntimeError):
+            return  # the page went away
+        finally:
+            await items.aclose()  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # the server stops: say so, if it still listens
+            await websocket.close(code=1001)
+
+
+def _frame(item: Event | DaemonState | None) -> str:
+    if item is None:
+        return '{"type":"keepalive"}'
+    if isinstance(item, DaemonState):
+        return json.dumps({"type": "daemon", "running": item.running})
+    return json.dumps({"type": "event", "event": item.as_dict()}, default=str)
+
+
+async def _sse(items: AsyncIterator[Event | DaemonState | None]) -> AsyncIterator[str]:
+    yield "retry: 1000\n\n"
+    async for item in items:
+        if item is None:
+            yield ": keepalive\n\n"
+        elif isinstance(item, DaemonState):
+            yield f"event: daemon\ndata: {json.dumps({'running': item.running})}\n\n"
+        else:
+            yield f"id: {item.id}\ndata: {json.dumps(item.as_dict(), default=str)}\n\n"
+
+
+def _int(request: Request | WebSocket, name: str, default: int) -> int:
+    value = request.query_params.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError:
+        return default
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _json_body(request: Request) -> Any:
+    if "json" not in request.headers.get("content-type", ""):
+        return _error(415, "send the message as application/json")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_BODY:
+        return _error(413, f"the request body is over {MAX_BODY} bytes")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return _error(413, f"the request body is over {MAX_BODY} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return _error(400, "the body is not valid JSON")

@@ -1,0 +1,173 @@
+"""The HTML side: pages, and the fragments the page's script swaps in when events arrive.
+
+The only module that imports ``jinja2``. Templates autoescape everything; Markdown comes from
+:mod:`smarthole.web.markdown` already made safe. A fragment is rendered by the same macro as
+the page, so a live update shows exactly what a reload would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from ..errors import LookupFailed
+from ..formats import utc_now
+from . import markdown
+from .reads import STATES, TURNS_SHOWN, ConversationRow, Reader
+
+if TYPE_CHECKING:
+    from ..db.events import EventLog
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html"], default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["markdown"] = markdown.render
+    env.filters["ago"] = ago
+    env.globals["STATES"] = STATES
+    return env
+
+
+def ago(moment: datetime, now: datetime | None = None) -> str:
+    """How long ago, as a person says it: ``just now``, ``5 min ago``, ``3 h ago``, a date."""
+    seconds = ((now or utc_now()) - moment).total_seconds()
+    if seconds < 45:
+        return "just now"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min ago"
+    if seconds < 86400:
+        return f"{round(seconds / 3600)} h ago"
+    if seconds < 7 * 86400:
+        return f"{round(seconds / 86400)} d ago"
+    return moment.strftime("%Y-%m-%d")
+
+
+class NotFound(Exception):
+    pass
+
+
+@dataclass
+class Pages:
+    """Renders the pages and fragments of one home's view."""
+
+    reader: Reader
+    events: EventLog
+    env: Environment
+
+    def render(self, template: str, **values: Any) -> str:
+        return self.env.get_template(template).render(**values)
+
+    def part(self, macro: str, *args: Any) -> str:
+        """One macro of ``parts.html``, as a fragment."""
+        module = self.env.get_template("parts.html").module
+        return str(getattr(module, macro)(*args))
+
+    # -- the list of conversations ----------------------------------------------------------
+
+    def conversations(self, page: int) -> str:
+        last_event = self.events.latest_id()  # before the reads: what follows is news
+        listing = self.reader.conversations(page)
+        return self.render("conversations.html", listing=listing, last_event=last_event)
+
+    def conversations_fragment(self, page: int) -> dict[str, Any]:
+        return {"html": self.part("conversation_list", self.reader.conversations(page))}
+
+    # -- one conversation -------------------------------------------------------------------
+
+    def _row(self, conversation_id: str) -> ConversationRow:
+        try:
+            return self.reader.conversation(conversation_id)
+        except LookupFailed as exc:
+            raise NotFound(str(exc)) from exc
+
+    def conversation(self, conversation_id: str, team_turn: int | None) -> str:
+        last_event = self.events.latest_id()
+        row = self._row(conversation_id)
+        return self.render(
+            "conversation.html",
+            last_event=last_event,
+            row=row,
+            new=False,
+            channel=row.conversation.channel,
+            **self._live_parts(row, team_turn),
+            turns=self.reader.human_turns(row.conversation),
+        )
+
+    def new_conversation(self, channel: str | None) -> str:
+        return self.render(
+            "conversation.html",
+            last_event=self.events.latest_id(),
+            row=None,
+            new=True,
+            channel=channel or "",
+            bar=None,
+            team=[],
+            team_turn=None,
+            picker=[],
+            pending=None,
+            turns=[],
+        )
+
+    def _live_parts(self, row: ConversationRow, team_turn: int | None) -> dict[str, Any]:
+        conversation = row.conversation
+        shown = team_turn if team_turn is not None else conversation.turns
+        pending = conversation.turns if row.state == "waiting" else None  # the turn that asked
+        return {
+            "bar": self.reader.bar(row),
+            "team": self.reader.team(conversation, shown),
+            "team_turn": team_turn,
+            "shown_turn": shown,
+            "picker": self.reader.turns_with_tasks(conversation),
+            "pending": pending,
+        }
+
+    def live(self, conversation_id: str, from_turn: int, team_turn: int | None) -> dict[str, Any]:
+        """What changed from human turn ``from_turn`` on, and the panes that follow it."""
+        row = self._row(conversation_id)
+        conversation = row.conversation
+        parts = self._live_parts(row, team_turn)
+        first = max(1, min(from_turn, conversation.turns))
+        turns = self.reader.human_turns(conversation, first=first)
+        pending = parts["pending"]
+        return {
+            "state": row.state,
+            "turn": conversation.turns,
+            "turns": [
+                {"turn": t.number, "html": self.part("human_turn", t, pending)} for t in turns
+            ],
+            "bar": self.part("session_bar", parts["bar"]),
+            "team": self.part("team_pane", parts["team"], parts["shown_turn"]),
+            "picker": self.part("turn_picker", parts["picker"], team_turn, conversation.turns),
+        }
+
+    def earlier(self, conversation_id: str, before: int) -> dict[str, Any]:
+        """The ``TURNS_SHOWN`` human turns before turn ``before``, to put above the others."""
+        conversation = self._row(conversation_id).conversation
+        last = min(before - 1, conversation.turns)
+        first = max(1, last - TURNS_SHOWN + 1)
+        turns = self.reader.human_turns(conversation, first=first, last=last) if last >= 1 else []
+        return {
+            "html": "".join(self.part("human_turn", t, None) for t in turns),
+            "first": first,
+            "earlier": first > 1,
+        }
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def tasks(self) -> str:
+        last_event = self.events.latest_id()
+        return self.render("tasks.html", tasks=self.reader.task_listing(), last_event=last_event)
+
+    def tasks_fragment(self) -> dict[str, Any]:
+        return {"html": self.part("task_list", self.reader.task_listing())}

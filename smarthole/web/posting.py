@@ -1,0 +1,101 @@
+"""The view's only writes: a message dropped into the inbox, and a task's abort.
+
+A message from a page is an inbox file like any other, checked first as the daemon would check
+it (the same size limit and the same parser), so what would be set aside in ``failed/`` is
+refused here with the same reason, and no file is written. An abort follows the rules of
+``smarthole tasks abort``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..db.store import Store
+from ..db.tasks import Tasks
+from ..errors import LookupFailed, MessageError
+from ..home import Home, holder
+from ..pipeline.inbox import drop_messages
+from ..pipeline.message import parse_message, render_message_file
+from ..teams.control import abort_task
+
+
+class Refused(Exception):
+    """A request the view will not carry out: ``status`` and the reason."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Dropped:
+    id: str
+    file: str
+
+
+def drop(home: Home, body: Any, *, max_bytes: int) -> Dropped:
+    """Write the message ``body`` asks for (``text``, optional ``conversation``, ``channel``,
+    ``new_conversation``) into the inbox; ``Refused`` says why not."""
+    if not isinstance(body, dict):
+        raise Refused(400, 'the body must be a JSON object with a "text" key')
+    unknown = sorted(set(body) - {"text", "conversation", "channel", "new_conversation"})
+    if unknown:
+        raise Refused(400, f"unknown key(s) {', '.join(unknown)}")
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise Refused(400, "the message text is empty")
+    fields = {
+        "channel": _optional_text(body, "channel"),
+        "conversation": _optional_text(body, "conversation"),
+        "new_conversation": body.get("new_conversation", False),
+    }
+    if not isinstance(fields["new_conversation"], bool):
+        raise Refused(400, "new_conversation must be true or false")
+    message_id = str(uuid.uuid4())
+    try:
+        data = render_message_file(text, id=message_id, **fields)
+    except Exception as exc:  # a value TOML cannot hold
+        raise Refused(400, f"cannot be written as an inbox file: {exc}") from exc
+    if len(data) > max_bytes:
+        raise Refused(
+            413, f"the message is too large ({len(data)} bytes; the limit is {max_bytes})"
+        )
+    try:
+        parse_message("web.md", data, modified=datetime.now(UTC))
+    except MessageError as exc:
+        raise Refused(400, str(exc)) from exc
+    (written,) = drop_messages(home.inbox, [(message_id, data)])
+    if isinstance(written, OSError):
+        raise Refused(503, f"the inbox is not writable: {written.strerror or written}")
+    return Dropped(message_id, written.name)
+
+
+def _optional_text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise Refused(400, f"{key} must be a string")
+    return value
+
+
+def abort(home: Home, store: Store, task_id: str) -> tuple[bool, str]:
+    """Stop a running task as ``smarthole tasks abort`` does: whether it stopped now, and
+    what to tell the person."""
+    tasks = Tasks(store)
+    task = tasks.get(task_id)
+    if task is None:
+        raise Refused(404, f"no task {task_id!r}")
+    if task.finished:
+        raise Refused(409, f"task {task.id} has already finished ({task.status})")
+    try:
+        stopped = abort_task(store, task, loop_may_run=holder(home.lock_file) is not None)
+    except LookupFailed as exc:
+        raise Refused(404, str(exc)) from exc
+    if stopped:
+        return True, f"Task {task.id} aborted; the entry agent hears it when its turn goes on."
+    return False, f"Task {task.id} will stop after the model call in flight returns."

@@ -1,0 +1,328 @@
+"""What the pages and the JSON API show, read from the store: plain values, no HTML.
+
+The left pane is the person's conversation: their messages and what the entry agent said to
+them (the outbox items), turn by turn. The right pane is one human turn's team work: its
+tasks, each agent turn with its text and tool calls. Nothing of a task is ever part of the
+left pane, as nothing of it is ever a message of the human conversation in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent.prompts import UNTITLED
+from ..conversations import resolve_conversation
+from ..db.pending import PendingQuestions
+from ..db.records import Conversation
+from ..db.states import TurnStatus
+from ..db.store import Store
+from ..db.tasks import Task, Tasks
+from ..db.usage import UsageTotals
+from ..db.webviews import Said, TaskStep, WebViews
+from ..formats import iso
+
+PAGE_SIZE = 50  # conversations on a page of the list
+TURNS_SHOWN = 50  # human turns a conversation page shows at first; earlier ones on demand
+STATES = {
+    "new": "new",
+    "running": "running",
+    "waiting": "waiting for your answer",
+    "answered": "answered",
+    "error": "error",
+}
+RUNNING_TURNS = (TurnStatus.RUNNING, TurnStatus.INTERRUPTED, TurnStatus.DEFERRED)
+
+
+def state_of(last_turn: TurnStatus | None, waiting: bool) -> str:
+    """A conversation's state as a person reads it, from its latest turn."""
+    if last_turn is None:
+        return "new"
+    if last_turn in RUNNING_TURNS:
+        return "running"
+    if last_turn is TurnStatus.FAILED:
+        return "error"
+    return "waiting" if waiting else "answered"
+
+
+@dataclass(frozen=True)
+class ConversationRow:
+    conversation: Conversation
+    state: str
+
+    @property
+    def title(self) -> str:
+        return self.conversation.title or UNTITLED
+
+    @property
+    def state_label(self) -> str:
+        return STATES[self.state]
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.conversation
+        return {
+            "id": c.id,
+            "title": self.title,
+            "channel": c.channel,
+            "state": self.state,
+            "turns": c.turns,
+            "created_at": iso(c.created_at),
+            "updated_at": iso(c.updated_at),
+            "ended_at": iso(c.ended_at) if c.ended_at else None,
+        }
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    rows: list[ConversationRow]
+    page: int
+    pages: int
+    total: int
+
+
+@dataclass(frozen=True)
+class HumanTurn:
+    """One human turn of the left pane: what was said in it, in order."""
+
+    number: int
+    said: list[Said]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: Any
+    result: str | None
+    is_error: bool
+
+    @property
+    def input_text(self) -> str:
+        return json.dumps(self.input, indent=2, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class AgentTurnView:
+    """One agent turn of a task: finished (its stored text), or the one in progress."""
+
+    index: int
+    agent: str
+    text: str
+    finished: bool
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "agent": self.agent,
+            "text": self.text,
+            "finished": self.finished,
+            "tool_calls": [
+                {"name": c.name, "input": c.input, "result": c.result, "is_error": c.is_error}
+                for c in self.tool_calls
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class TaskView:
+    task: Task
+    turns: list[AgentTurnView]
+
+    @property
+    def running(self) -> bool:
+        return not self.task.finished
+
+    def as_dict(self) -> dict[str, Any]:
+        t = self.task
+        return {
+            "id": t.id,
+            "turn": t.turn,
+            "status": t.status,
+            "task": t.task,
+            "agents": list(t.agents),
+            "max_turns": t.max_turns,
+            "note": t.note,
+            "result": t.result,
+            "created_at": iso(t.created_at),
+            "finished_at": iso(t.finished_at) if t.finished_at else None,
+            "agent_turns": [turn.as_dict() for turn in self.turns],
+        }
+
+
+@dataclass(frozen=True)
+class SessionBar:
+    """The top of a conversation: its turn, state, the running task and the turn's tokens."""
+
+    conversation: ConversationRow
+    agent: str | None  # the running task's agent, if a task runs
+    step: int | None  # its agent turn, from 1
+    max_turns: int | None
+    usage: UsageTotals
+
+    @property
+    def turn(self) -> int:
+        return self.conversation.conversation.turns
+
+    @property
+    def input_tokens(self) -> int:
+        return self.usage.input_tokens + self.usage.cache_creation_input_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "state": self.conversation.state,
+            "task_agent": self.agent,
+            "task_turn": self.step,
+            "task_max_turns": self.max_turns,
+            "tokens": {
+                "input": self.input_tokens,
+                "output": self.usage.output_tokens,
+                "cached": self.usage.cache_read_input_tokens,
+            },
+        }
+
+
+class Reader:
+    """The web view's reads of one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.views = WebViews(store)
+        self.tasks = Tasks(store)
+        self.pending = PendingQuestions(store)
+
+    # -- conversations ----------------------------------------------------------------------
+
+    def conversations(self, page: int = 1) -> ConversationPage:
+        page = max(page, 1)
+        found, total = self.views.conversation_page(limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        statuses = self.views.last_turn_statuses([c.id for c in found])
+        waiting = {q.conversation_id for q in self.pending.all()}
+        rows = [ConversationRow(c, state_of(statuses.get(c.id), c.id in waiting)) for c in found]
+        return ConversationPage(rows, page, max(1, math.ceil(total / PAGE_SIZE)), total)
+
+    def conversation(self, wanted: str) -> ConversationRow:
+        """A conversation by id or unique prefix; ``LookupFailed`` otherwise."""
+        conversation = resolve_conversation(self.store, wanted)
+        last = self.store.turn(conversation.id, conversation.turns)
+        waiting = self.pending.get(conversation.id) is not None
+        return ConversationRow(conversation, state_of(last.status if last else None, waiting))
+
+    # -- the left pane ----------------------------------------------------------------------
+
+    def human_turns(
+        self, conversation: Conversation, *, first: int | None = None, last: int | None = None
+    ) -> list[HumanTurn]:
+        """Turns ``first..last`` (default: the latest ``TURNS_SHOWN``), oldest first."""
+        last = conversation.turns if last is None else min(last, conversation.turns)
+        first = max(1, last - TURNS_SHOWN + 1) if first is None else max(1, first)
+        grouped: dict[int, list[Said]] = {}
+        for said in self.views.said(conversation.id, first, last):
+            grouped.setdefault(said.turn, []).append(said)
+        return [HumanTurn(n, grouped[n]) for n in sorted(grouped)]
+
+    # -- the right pane ---------------------------------------------------------------------
+
+    def team(self, conversation: Conversation, turn: int) -> list[TaskView]:
+        """The tasks of one human turn, each with its agent turns."""
+        return [self.task_view(t) for t in self.views.tasks_of_turn(conversation.id, turn)]
+
+    def team_between(self, conversation: Conversation, first: int, last: int) -> list[TaskView]:
+        tasks = self.views.tasks_between(conversation.id, first, last)
+        return [self.task_view(t) for t in tasks]
+
+    def turns_with_tasks(self, conversation: Conversation) -> list[tuple[int, int]]:
+        return self.views.turns_with_tasks(conversation.id)
+
+    def task_view(self, task: Task) -> TaskView:
+        done = self.tasks.turns(task.id)
+        steps = self.views.task_steps(task.id)
+        views = [
+            AgentTurnView(t.index, t.agent, t.text, True, _tool_calls(steps, t.index)) for t in done
+        ]
+        if not task.finished and len(done) < task.max_turns:
+            index = len(done)
+            agent = task.agents[index % len(task.agents)]
+            words = [_text(s) for s in steps if s.agent_turn == index and s.kind == "assistant"]
+            text = "\n\n".join(w for w in words if w.strip())
+            views.append(AgentTurnView(index, agent, text, False, _tool_calls(steps, index)))
+        return TaskView(task, views)
+
+    # -- the session bar --------------------------------------------------------------------
+
+    def bar(self, row: ConversationRow) -> SessionBar:
+        conversation = row.conversation
+        usage = self.views.turn_usage(conversation.id, conversation.turns)
+        tasks = self.views.tasks_of_turn(conversation.id, conversation.turns)
+        active = next((t for t in reversed(tasks) if not t.finished), None)
+        if active is None:
+            return SessionBar(row, None, None, None, usage)
+        done = self.tasks.turn_count(active.id)
+        step = min(done + 1, active.max_turns)
+        agent = active.agents[(step - 1) % len(active.agents)]
+        return SessionBar(row, agent, step, active.max_turns, usage)
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def task_listing(self) -> list[tuple[Task, int]]:
+        """Running tasks and the recent others, newest first, with their turns done."""
+        return [(t, self.tasks.turn_count(t.id)) for t in self.tasks.listing()]
+
+
+def said_dict(said: Said, *, pending: bool = False) -> dict[str, Any]:
+    return {
+        "turn": said.turn,
+        "role": "human" if said.kind == "user" else "agent",
+        "kind": "response" if said.kind == "assistant" else str(said.kind),
+        "text": said.text,
+        "at": iso(said.created_at),
+        "pending_question": pending,
+    }
+
+
+def _text(step: TaskStep) -> str:
+    return "\n".join(b["text"] for b in step.content if b.get("type") == "text")
+
+
+def _tool_calls(steps: list[TaskStep], index: int) -> list[ToolCall]:
+    results: dict[str, tuple[str, bool]] = {}
+    for step in steps:
+        if step.agent_turn == index and step.kind == "tool_result":
+            for block in step.content:
+                if block.get("type") == "tool_result":
+                    results[str(block.get("tool_use_id"))] = (
+                        _result_text(block.get("content")),
+                        bool(block.get("is_error")),
+                    )
+    calls = []
+    for step in steps:
+        if step.agent_turn != index or step.kind != "assistant":
+            continue
+        for block in step.content:
+            if block.get("type") == "tool_use":
+                result = results.get(str(block.get("id")))
+                calls.append(
+                    ToolCall(
+                        str(block.get("id")),
+                        str(block.get("name")),
+                        block.get("input"),
+                        result[0] if result else None,
+                        result[1] if result else False,
+                    )
+                )
+    return calls
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return json.dumps(content, default=str)

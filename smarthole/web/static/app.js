@@ -1,0 +1,252 @@
+// smarthole's live view: one WebSocket brings every committed event, from the id this page
+// last saw; each page asks the server for the fragments an event changed and swaps them in.
+// The server renders all HTML (escaped, Markdown made safe); this script never builds HTML
+// from data, it only places what the server sent.
+
+const main = document.querySelector("main");
+const connection = document.querySelector('[data-testid="connection-status"]');
+const daemon = document.querySelector('[data-testid="daemon-status"]');
+
+let lastEvent = Number(main.dataset.lastEvent || 0);
+let seen = 0;
+let attempts = 0;
+let everConnected = false;
+
+function showConnection(state) {
+  connection.dataset.state = state;
+  connection.textContent = state;
+}
+
+function showDaemon(running) {
+  daemon.dataset.running = running ? "true" : "false";
+  daemon.textContent = running ? "daemon running" : "daemon stopped: messages wait in the inbox";
+}
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/api/events/socket?after=${lastEvent}`);
+  socket.addEventListener("open", () => {
+    attempts = 0;
+    showConnection("connected");
+    if (everConnected) page.refresh(); // back after a break: catch up with anything missed
+    everConnected = true;
+  });
+  socket.addEventListener("message", (message) => {
+    const item = JSON.parse(message.data);
+    if (item.type === "event") receive(item.event);
+    else if (item.type === "daemon") showDaemon(item.running);
+  });
+  socket.addEventListener("close", () => {
+    showConnection("disconnected");
+    attempts += 1;
+    setTimeout(connect, Math.min(200 * 2 ** attempts, 3000));
+  });
+}
+
+function receive(event) {
+  if (event.id <= lastEvent) return; // already seen: a resumed stream never repeats one
+  lastEvent = event.id;
+  seen += 1;
+  connection.dataset.lastEvent = String(lastEvent);
+  connection.dataset.eventsSeen = String(seen);
+  page.onEvent(event);
+}
+
+// -- fetching and placing fragments -------------------------------------------------------
+
+async function getJSON(url) {
+  const response = await fetch(url, { headers: { accept: "application/json" } });
+  if (!response.ok) throw new Error(`${url}: ${response.status}`);
+  return response.json();
+}
+
+function nodes(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  return template.content;
+}
+
+function place(slot, html) {
+  const open = new Set([...slot.querySelectorAll("details[open][data-key]")].map((d) => d.dataset.key));
+  slot.replaceChildren(nodes(html));
+  for (const details of slot.querySelectorAll("details[data-key]")) {
+    if (open.has(details.dataset.key)) details.open = true;
+  }
+}
+
+// Runs `work` once soon for any number of calls; a call while it runs makes it run again.
+function coalesced(work) {
+  let running = false;
+  let again = false;
+  const run = async () => {
+    if (running) { again = true; return; }
+    running = true;
+    try {
+      do { again = false; await work(); } while (again);
+    } catch (error) {
+      console.warn("smarthole: refresh failed", error);
+    } finally {
+      running = false;
+    }
+  };
+  return () => queueMicrotask(run);
+}
+
+async function postJSON(url, body) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify(body ?? {}),
+  });
+  let data = {};
+  try { data = await response.json(); } catch { /* no body */ }
+  if (!response.ok) throw new Error(data.error || `the server answered ${response.status}`);
+  return data;
+}
+
+// -- the pages ------------------------------------------------------------------------------
+
+function listPage(fragmentUrl, wanted) {
+  const slot = main.querySelector('[data-live="list"]');
+  const refresh = coalesced(async () => place(slot, (await getJSON(fragmentUrl())).html));
+  return { refresh, onEvent: (event) => { if (wanted(event)) refresh(); } };
+}
+
+function conversationsPage() {
+  const number = main.dataset.pageNumber || "1";
+  return listPage(() => `/fragments/conversations?page=${number}`, (event) => event.conversation);
+}
+
+function tasksPage() {
+  const page = listPage(() => "/fragments/tasks", (event) => /^(task_|agent_turn_)/.test(event.type));
+  const notice = main.querySelector('[data-testid="task-notice"]');
+  main.addEventListener("click", async (click) => {
+    const button = click.target.closest('[data-testid="task-abort"]');
+    if (!button) return;
+    button.disabled = true;
+    try {
+      const answer = await postJSON(`/api/tasks/${encodeURIComponent(button.dataset.task)}/abort`);
+      notice.textContent = answer.message;
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+    notice.hidden = false;
+    page.refresh();
+  });
+  return page;
+}
+
+function conversationPage() {
+  const id = main.dataset.conversation; // "" on a new conversation's page
+  const form = main.querySelector('[data-testid="composer-form"]');
+  const composer = main.querySelector('[data-testid="composer"]');
+  const send = main.querySelector('[data-testid="send"]');
+  const note = main.querySelector('[data-testid="composer-note"]');
+  const turns = main.querySelector(".turns");
+  const pane = main.querySelector('[data-testid="human-pane"]');
+  let teamTurn = main.dataset.teamTurn; // "": follow the current turn
+  let fromTurn = Infinity; // the earliest human turn an event touched since the last refresh
+  let pending = null; // the id of the message sent from here, until its turn ends
+
+  const updateComposer = () => {
+    const busy = main.dataset.state === "running" || pending !== null;
+    composer.disabled = busy;
+    send.disabled = busy;
+  };
+
+  const apply = (live) => {
+    const atBottom = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 40;
+    for (const { turn, html } of live.turns) {
+      const existing = turns.querySelector(`.human-turn[data-turn="${turn}"]`);
+      if (existing) existing.replaceWith(nodes(html));
+      else turns.append(nodes(html));
+    }
+    if (live.turns.length) main.querySelector('[data-testid="human-empty"]')?.remove();
+    place(main.querySelector(".bar-slot"), live.bar);
+    place(main.querySelector(".team-slot"), live.team);
+    if (document.activeElement?.dataset?.testid !== "turn-picker") {
+      place(main.querySelector(".picker-slot"), live.picker);
+    }
+    main.dataset.state = live.state;
+    main.dataset.turn = String(live.turn);
+    updateComposer();
+    if (atBottom) pane.scrollTop = pane.scrollHeight;
+  };
+
+  const refresh = coalesced(async () => {
+    if (!id) return;
+    const since = Number.isFinite(fromTurn) ? fromTurn : Number(main.dataset.turn || 1);
+    fromTurn = Infinity;
+    apply(await getJSON(`/c/${id}/live?from_turn=${since}&turn=${teamTurn}`));
+  });
+
+  const onEvent = (event) => {
+    if (pending !== null && event.message_id === pending) {
+      if (!id && event.conversation) {
+        pending = null; // the new conversation exists: show it (once)
+        location.assign(`/c/${event.conversation}`);
+        return;
+      }
+      if (event.type === "message_rejected") {
+        note.textContent = `Not sent: ${event.reason}`;
+        pending = null;
+      } else if (["turn_completed", "turn_failed", "duplicate_skipped"].includes(event.type)) {
+        note.textContent = "";
+        pending = null;
+      } else if (event.type === "turn_started") {
+        note.textContent = "";
+      }
+      updateComposer();
+    }
+    if (id && event.conversation === id) {
+      fromTurn = Math.min(fromTurn, event.turn ?? Number(main.dataset.turn || 1));
+      refresh();
+    }
+  };
+
+  form.addEventListener("submit", async (submit) => {
+    submit.preventDefault();
+    const text = composer.value;
+    if (!text.trim()) return;
+    const body = id
+      ? { text, conversation: id }
+      : { text, channel: main.dataset.channel || null, new_conversation: true };
+    composer.disabled = send.disabled = true;
+    try {
+      const answer = await postJSON("/api/messages", body);
+      pending = answer.id;
+      composer.value = "";
+      note.textContent = "Sent; waiting for the daemon to take it…";
+    } catch (error) {
+      note.textContent = `Not sent: ${error.message}`;
+    }
+    updateComposer();
+  });
+
+  main.addEventListener("change", (change) => {
+    if (change.target.dataset.testid !== "turn-picker") return;
+    teamTurn = change.target.value;
+    const url = new URL(location.href);
+    if (teamTurn) url.searchParams.set("turn", teamTurn); else url.searchParams.delete("turn");
+    history.replaceState(null, "", url);
+    refresh();
+  });
+
+  main.addEventListener("click", async (click) => {
+    const button = click.target.closest('[data-testid="load-earlier"]');
+    if (!button) return;
+    const first = Number(main.dataset.firstTurn || 1);
+    const earlier = await getJSON(`/c/${id}/earlier?before=${first}`);
+    turns.prepend(nodes(earlier.html));
+    main.dataset.firstTurn = String(earlier.first);
+    if (!earlier.earlier) button.remove();
+  });
+
+  updateComposer();
+  pane.scrollTop = pane.scrollHeight;
+  return { refresh, onEvent };
+}
+
+const pages = { conversations: conversationsPage, conversation: conversationPage, tasks: tasksPage };
+const page = (pages[main.dataset.page] || (() => ({ refresh() {}, onEvent() {} })))();
+connect();
