@@ -89,10 +89,12 @@ class MessageTables(Database):
         rows = self.query(sql + " ORDER BY id", params)
         return [StoredMessage.from_row(r, conversation_id) for r in rows]
 
-    def has_tool_message(self, tool_use_id: str, kind: str) -> bool:
-        """Whether a message of ``kind`` was stored for tool call ``tool_use_id``."""
+    def has_tool_message(self, conversation_id: str, tool_use_id: str, kind: str) -> bool:
+        """Whether a message of ``kind`` was stored for tool call ``tool_use_id`` of this
+        conversation (the model's ids are unique only within one)."""
         row = self.query_one(
-            "SELECT 1 FROM messages WHERE tool_use_id = ? AND kind = ?", (tool_use_id, kind)
+            "SELECT 1 FROM messages WHERE conversation_id = ? AND tool_use_id = ? AND kind = ?",
+            (conversation_id, tool_use_id, kind),
         )
         return row is not None
 
@@ -147,7 +149,8 @@ class MessageTables(Database):
         """The intent row: written before a tool runs, so a crash leaves it 'in doubt'."""
         self.write(
             "INSERT INTO tool_calls (tool_use_id, conversation_id, turn, name, started_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, tool_use_id) "
+            "DO UPDATE SET runs = runs + 1",
             (tool_use_id, conversation_id, turn, name, self.now()),
         )
 

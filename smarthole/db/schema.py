@@ -12,7 +12,7 @@ from ..formats import micros, parse_time
 from ..fsutil import PRIVATE_FILE, make_private
 from .records import KIND_CODES, KINDS, ROLES, stored_text
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -57,12 +57,13 @@ CREATE TABLE IF NOT EXISTS task_messages (
 );
 CREATE INDEX IF NOT EXISTS task_messages_by_turn ON task_messages (task_id, agent_turn, id);
 CREATE TABLE IF NOT EXISTS task_tool_calls (
-    tool_use_id TEXT PRIMARY KEY,
+    tool_use_id TEXT NOT NULL,
     task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
     agent_turn INTEGER NOT NULL,
     name TEXT NOT NULL,
     started_at TEXT NOT NULL,
-    runs INTEGER NOT NULL DEFAULT 1
+    runs INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (task_id, tool_use_id)
 );
 """
 
@@ -104,8 +105,8 @@ CREATE TABLE IF NOT EXISTS message_rows (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS message_rows_by_conversation ON message_rows (conversation, turn, id);
-CREATE UNIQUE INDEX IF NOT EXISTS message_rows_by_tool_use
-    ON message_rows (tool_use_id, kind) WHERE tool_use_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS message_rows_by_conversation_tool_use
+    ON message_rows (conversation, tool_use_id, kind) WHERE tool_use_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS turn_rows (
     conversation INTEGER NOT NULL REFERENCES conversations (key) ON DELETE CASCADE,
     number INTEGER NOT NULL,
@@ -183,6 +184,23 @@ COMPACT_MESSAGES = (
     "DROP TABLE turns",
 )
 
+
+def rekeyed(table: str, scope: str, place: str) -> tuple[str, ...]:
+    """Rebuild tool-call table ``table`` (no table refers to it) keyed by its ``scope`` and
+    the tool-use id: ids come from the model, unique only within a conversation or task."""
+    columns = f"tool_use_id, {scope}, {place}, name, started_at, runs"
+    parent = "conversations" if scope == "conversation_id" else "tasks"
+    return (
+        f"CREATE TABLE {table}_rekeyed (tool_use_id TEXT NOT NULL, {scope} TEXT NOT NULL "
+        f"REFERENCES {parent} (id) ON DELETE CASCADE, {place} INTEGER NOT NULL, name TEXT NOT "
+        "NULL, started_at TEXT NOT NULL, runs INTEGER NOT NULL DEFAULT 1, "
+        f"PRIMARY KEY ({scope}, tool_use_id))",
+        f"INSERT INTO {table}_rekeyed ({columns}) SELECT {columns} FROM {table}",
+        f"DROP TABLE {table}",
+        f"ALTER TABLE {table}_rekeyed RENAME TO {table}",
+    )
+
+
 # What turns a database of version N - 1 into version N. SCHEMA always creates the newest
 # tables, so a new database starts at SCHEMA_VERSION and runs none of these.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -192,6 +210,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: COMPACT_MESSAGES,
     # A final reply after `smarthole retry` names the error reply it follows.
     6: ("ALTER TABLE outbox ADD COLUMN retry_of TEXT",),
+    # Tool-use ids come from the model, unique only within a conversation (a task): keyed so.
+    7: (
+        "DROP INDEX IF EXISTS message_rows_by_tool_use",
+        "CREATE UNIQUE INDEX IF NOT EXISTS message_rows_by_conversation_tool_use "
+        "ON message_rows (conversation, tool_use_id, kind) WHERE tool_use_id IS NOT NULL",
+        *rekeyed("tool_calls", "conversation_id", "turn"),
+        *rekeyed("task_tool_calls", "task_id", "agent_turn"),
+    ),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -226,12 +252,13 @@ CREATE INDEX IF NOT EXISTS conversations_needing_title ON conversations (title_s
 CREATE INDEX IF NOT EXISTS conversations_needing_summary ON conversations (summary_state)
     WHERE summary_state = 'pending';
 CREATE TABLE IF NOT EXISTS tool_calls (
-    tool_use_id TEXT PRIMARY KEY,
+    tool_use_id TEXT NOT NULL,
     conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
     turn INTEGER NOT NULL,
     name TEXT NOT NULL,
     started_at TEXT NOT NULL,
-    runs INTEGER NOT NULL DEFAULT 1
+    runs INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (conversation_id, tool_use_id)
 );
 CREATE TABLE IF NOT EXISTS plugin_data (
     plugin TEXT NOT NULL,

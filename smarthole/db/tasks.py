@@ -104,8 +104,11 @@ class Tasks:
         """Store a new ``active`` task, or find the one ``started_by`` already started.
 
         Returns the task and whether it was created now. ``started_by`` (a tool-use id or an
-        inbox message id) makes starting idempotent: a resumed turn finds its task again.
+        inbox message id) makes starting idempotent: a resumed turn finds its task again. It is
+        stored scoped by its conversation (:func:`starter_key`): a model's ids are unique only
+        there, and one reused elsewhere must start that conversation's own task.
         """
+        started_by = starter_key(conversation_id, started_by)
         now = self.store.now()
         with self.store.transaction() as connection:  # joins the caller's, if any
             assert db in (None, connection)
@@ -150,8 +153,13 @@ class Tasks:
         candidates = [Task.from_row(row) for row in rows]
         return unique_match(wanted, exact, candidates, "task", key=lambda t: t.id)
 
-    def by_starter(self, started_by: str) -> Task | None:
-        row = self.store.query_one("SELECT * FROM tasks WHERE started_by = ?", (started_by,))
+    def by_starter(self, conversation_id: str, started_by: str) -> Task | None:
+        """The task ``started_by`` started in this conversation; a task stored before the key
+        was scoped (schema 6 and older) is found by its bare id, in the same conversation."""
+        row = self.store.query_one(
+            "SELECT * FROM tasks WHERE started_by IN (?, ?) AND conversation_id = ?",
+            (starter_key(conversation_id, started_by), started_by, conversation_id),
+        )
         return Task.from_row(row) if row else None
 
     def listing(self, *, everything: bool = False, recent: int = 10) -> list[Task]:
@@ -303,7 +311,8 @@ class Tasks:
         """The intent row: written before a tool runs, so a crash leaves it 'in doubt'."""
         self.store.write(
             "INSERT INTO task_tool_calls (tool_use_id, task_id, agent_turn, name, started_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tool_use_id) DO UPDATE SET runs = runs + 1",
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, tool_use_id) "
+            "DO UPDATE SET runs = runs + 1",
             (tool_use_id, task_id, agent_turn, name, self.store.now()),
         )
 
@@ -325,3 +334,8 @@ def _as_stored(row: sqlite3.Row) -> StoredMessage:
         turn=row["agent_turn"],
         content=json.loads(row["content"]),
     )
+
+
+def starter_key(conversation_id: str, started_by: str) -> str:
+    """How ``tasks.started_by`` holds a starter: scoped by its conversation."""
+    return f"{conversation_id}:{started_by}"

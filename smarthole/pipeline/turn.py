@@ -158,7 +158,7 @@ class TurnRun:
             waiting_for_reply=is_question,
         )
         transcript_kind = "question" if is_question else "agent_message"
-        if not self.store.has_tool_message(tool_use_id, transcript_kind):
+        if not self.store.has_tool_message(self.conversation.id, tool_use_id, transcript_kind):
             with self.store.transaction() as db:
                 stored = self.store.append_message(
                     self.conversation.id,

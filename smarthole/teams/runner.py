@@ -154,7 +154,7 @@ class TeamRunner:
 
     def run(self, place: HumanTurn, started_by: str, request: TaskRequest) -> Task:
         """Start the task ``started_by`` asks for, or resume it; returns it finished."""
-        task = self.tasks.by_starter(started_by)
+        task = self.tasks.by_starter(place.conversation_id, started_by)
         if task is None:
             agents, max_turns = self.check(request)
             with self.app.store.transaction() as db:

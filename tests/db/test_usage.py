@@ -135,8 +135,8 @@ def test_titles_and_summaries_record_their_own_usage(home, fake, env):
 
 
 def test_a_reply_and_its_usage_commit_together(home, fake, env, monkeypatch):
-    """A failure after the reply row is written, before the commit, rolls back both: the turn
-    is retried, and every stored reply has exactly one usage row."""
+    """A failure after the reply row is written, before the commit, rolls back both; after
+    ``retry``, every stored reply has exactly one usage row."""
     record = turn_module.UsageLog.record
     failures = []
 
@@ -149,13 +149,13 @@ def test_a_reply_and_its_usage_commit_together(home, fake, env, monkeypatch):
     monkeypatch.setattr(turn_module.UsageLog, "record", fail_once)
     fake.default = text("ok", usage=counts(10, 2))
     drop(home, "hello", "m1")
-    run_once(home, env)  # the first attempt fails and is deferred
-    assert failures and not finals(home)
+    run_once(home, env)  # the first attempt fails: an internal error, set aside at once
+    assert failures and [f["kind"] for f in finals(home)] == ["error"]
     replies = db(home).execute("SELECT COUNT(*) FROM messages WHERE kind = 'assistant'")
     assert replies.fetchone()[0] == len(rows(home)) == 0
     assert main(["retry", "--home", str(home), "--all"]) == 0
     run_once(home, env)
-    assert len(fake.requests) == 2 and finals(home)
+    assert len(fake.requests) == 2 and finals(home)[-1]["kind"] == "response"
     replies = db(home).execute("SELECT COUNT(*) FROM messages WHERE kind = 'assistant'")
     assert replies.fetchone()[0] == len(rows(home)) == 1
 
@@ -229,7 +229,7 @@ def test_a_version_3_database_gains_the_usage_table(tmp_path):
     store = Store.open(path, clock=lambda: datetime.now(UTC))
     try:
         (version,) = store.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version == str(SCHEMA_VERSION) == "6"
+        assert version == str(SCHEMA_VERSION) == "7"
         indexes = {r["name"] for r in store.query("PRAGMA index_list(usage)")}
         assert {"usage_by_time", "usage_by_conversation"} <= indexes
         UsageLog(store).record(counts(1, 1), purpose="turn", model="m", conversation_id="c", turn=1)

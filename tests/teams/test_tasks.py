@@ -182,7 +182,8 @@ def test_an_inbox_file_naming_agents_runs_the_team_and_replies_with_its_result(
     assert (reply["kind"], reply.text) == ("response", "Paris is the capital.")
     assert all(r.agent is not None for r in fake.requests)
     (task,) = db(team_home).execute("SELECT * FROM tasks")
-    assert task["started_by"] == "m1" and task["task"] == "Capital of France?"
+    assert task["started_by"] == f"{task['conversation_id']}:m1"
+    assert task["task"] == "Capital of France?"
     kinds = [row["kind"] for row in db(team_home).execute("SELECT kind FROM messages ORDER BY id")]
     assert kinds == ["user", "assistant"]
 
