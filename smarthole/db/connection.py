@@ -22,7 +22,7 @@ from typing import Any, Self
 
 from ..errors import CorruptStoreError, StoreError
 from ..formats import iso
-from .schema import connect
+from .opening import connect
 
 logger = logging.getLogger(__name__)
 
