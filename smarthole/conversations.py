@@ -30,12 +30,14 @@ MAX_IMPORTED_TITLE = 200  # characters; a generated title has at most 8 words
 
 @dataclass(frozen=True)
 class ConversationView:
-    """A conversation with its derived status, as listed."""
+    """A conversation with its derived status, as listed. ``current``: its channel's current
+    conversation, the one a new message on the channel goes to (see ``Conversations.current``)."""
 
     conversation: Conversation
     status: ConversationStatus
     waiting_for_reply: bool
     deferred_until: datetime | None = None
+    current: bool = False
 
     @property
     def title(self) -> str:
@@ -52,6 +54,7 @@ class ConversationView:
             "created_at": c.created_at.isoformat(),
             "updated_at": c.updated_at.isoformat(),
             "waiting_for_reply": self.waiting_for_reply,
+            "current": self.current,
             "ended_at": c.ended_at.isoformat() if c.ended_at else None,
         }
         if self.deferred_until is not None:
@@ -85,6 +88,7 @@ class Conversations:
         views = []
         waiting = {q.conversation_id for q in self.pending.all()}
         deferred = self._deferred()
+        current: dict[str, str | None] = {}  # channel -> its current conversation's id
         for conversation in self.store.recent_conversations(channel=channel):
             if (
                 not include_all
@@ -92,8 +96,16 @@ class Conversations:
                 and now - conversation.ended_at > HIDE_ENDED_AFTER
             ):
                 continue
+            if conversation.channel not in current:
+                found = self.current(conversation.channel)
+                current[conversation.channel] = found.id if found else None
             views.append(
-                self.view(conversation, waiting=conversation.id in waiting, deferred=deferred)
+                self.view(
+                    conversation,
+                    waiting=conversation.id in waiting,
+                    deferred=deferred,
+                    current=current[conversation.channel] == conversation.id,
+                )
             )
             if limit is not None and len(views) >= limit:
                 break
@@ -106,15 +118,24 @@ class Conversations:
             if e.conversation_id
         }
 
+    def current(self, channel: str) -> Conversation | None:
+        """The channel's current conversation: the one a new message on it goes to (the
+        processor's own pick, unless that message names a conversation or starts a new one)."""
+        return self.store.active_conversation(channel)
+
     def view(
         self,
         conversation: Conversation,
         *,
         waiting: bool | None = None,
         deferred: dict[str, datetime | None] | None = None,
+        current: bool | None = None,
     ) -> ConversationView:
         if waiting is None:
             waiting = self.pending.get(conversation.id) is not None
+        if current is None:
+            found = None if conversation.ended else self.current(conversation.channel)
+            current = found is not None and found.id == conversation.id
         deferred_until = (self._deferred() if deferred is None else deferred).get(conversation.id)
         last = self.store.turn(conversation.id, conversation.turns)
         if conversation.ended:
@@ -126,8 +147,8 @@ class Conversations:
         elif waiting:
             status = ConversationStatus.WAITING
         else:
-            status = ConversationStatus.ACTIVE
-        return ConversationView(conversation, status, waiting, deferred_until)
+            status = ConversationStatus.ACTIVE if current else ConversationStatus.PAUSED
+        return ConversationView(conversation, status, waiting, deferred_until, current)
 
     def rename(self, wanted: str, title: str) -> Conversation:
         conversation = self.get(wanted)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import stat
 from typing import Any
 
@@ -61,12 +62,44 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
         for q in PendingQuestions(store).all()
     ]
     report["tasks"] = running_tasks(store)
+    report["inbox_waiting"] = inbox_waiting(home)
+    report["config_error"] = config_error(home)
     report["warnings"] = home_warnings(home)
     report["desktop"] = desktop_bridge(home, store, running=pid is not None)
     report["mcp"] = mcp_servers(store, running=pid is not None)
     report["usage"] = usage_today(store)
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report
+
+
+def inbox_waiting(home: Home) -> int:
+    """How many message files wait in ``inbox/`` for a daemon to claim them.
+
+    Counted by the inbox's own rule: dotfiles, temp names and folders are not messages.
+    """
+    from ..pipeline.watch import is_candidate
+
+    try:
+        with os.scandir(home.inbox) as entries:
+            return sum(
+                1
+                for entry in entries
+                if is_candidate(entry.name) and not entry.is_dir(follow_symlinks=False)
+            )
+    except FileNotFoundError:
+        return 0
+
+
+def config_error(home: Home) -> str | None:
+    """Why ``config.toml`` on disk does not load (the line ``run`` would fail with), or None."""
+    from ..config import load_config
+    from ..errors import ConfigError
+
+    try:
+        load_config(home)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]:

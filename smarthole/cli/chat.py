@@ -1,8 +1,14 @@
 """A conversation at the terminal, for ``chat`` and ``resume``: line editing, history, picking.
 
-(``cli.commands.conversations`` declares the commands and reads their flags.) A chat ends with
-``ExitCode.OK`` at end of input, ``FAILED`` when a reply did not come in time (the conversation
-is kept), and ``INTERRUPTED`` on Ctrl-C.
+(``cli.commands.conversations`` declares the commands and reads their flags.) With no daemon
+running for the home, the chat runs one in-process for its length, and says so. At the
+prompt, Ctrl-C clears the line (as Python's REPL does) and Ctrl-D quits; while a reply is
+awaited, Ctrl-C stops waiting and ends the chat, saying where the reply will be. Output that
+arrives while the prompt shows (a plugin's ``print`` from the daemon this chat runs) goes on
+a line of its own and the prompt is drawn again below it, with what was typed so far.
+
+A chat ends with ``ExitCode.OK`` at end of input, ``FAILED`` when a reply did not come in time
+(the conversation is kept), and ``INTERRUPTED`` on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,20 +21,25 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExitCode
 from ..home import Home
-from .common import daemon_pid, preflight
+from .common import daemon_pid, one_line, preflight, starting
+from .output import VisibleOutput
 
 if TYPE_CHECKING:
     from ..db.store import Store
-    from .mailbox import ChatSession
+    from .mailbox import ChatSession, InProcessDaemon
 
 logger = logging.getLogger(__name__)
 
 HISTORY_FILE = "chat_history"
 HISTORY_LENGTH = 1000
+PROMPT = "you> "
+CLEAR_LINE = "\r\x1b[K"  # to the start of the line, and erase it
+DIM, PLAIN = "\x1b[2m", "\x1b[0m"
+STOPPING_NOTICE_AFTER = 0.5  # seconds a stop may take before the chat says what it waits for
 
 
 def talk(
@@ -38,42 +49,84 @@ def talk(
 
     With no daemon running for ``home``, one runs in this process for the chat's length.
     """
-    from .mailbox import ChatSession, InProcessDaemon
+    from .mailbox import ChatSession
 
-    local_daemon = None
-    if daemon_pid(home) is None:
-        preflight(home)  # the same one-line error `run` gives, before anything starts
-        local_daemon = InProcessDaemon(home)
-        local_daemon.start()
-    interactive = sys.stdin.isatty()
-    if interactive:
-        where = f"conversation {conversation_id}" if conversation_id else "a new conversation"
-        print(f"Chatting in {where} on channel {channel}. End with Ctrl-D; Ctrl-C interrupts.")
-    with _line_reader(home, interactive) as reader:
-        session = ChatSession(
-            home=home,
-            store=store,
-            channel=channel,
-            conversation_id=conversation_id,
-            reader=reader,
-            out=sys.stdout,
-            timeout=timeout,
-            stop=threading.Event(),
+    with starting():  # loading the SDK takes seconds; a Ctrl-C meanwhile ends quietly
+        local_daemon = _start_local_daemon(home)
+    try:
+        interactive = sys.stdin.isatty()
+        if interactive:
+            where = f"conversation {conversation_id}" if conversation_id else "a new conversation"
+            print(
+                f"Chatting in {where} on channel {one_line(channel)}. Ctrl-D quits; "
+                "Ctrl-C stops waiting for a reply."
+            )
+        raw = sys.stdout.stream if isinstance(sys.stdout, VisibleOutput) else sys.stdout
+        with _line_reader(home, raw, interactive) as reader:
+            session = ChatSession(
+                home=home,
+                store=store,
+                channel=channel,
+                conversation_id=conversation_id,
+                reader=reader,
+                out=sys.stdout,
+                timeout=timeout,
+                stop=threading.Event(),
+                err=sys.stderr,
+                show_tool=_tool_lines(raw),
+            )
+            return _talk(session, local_daemon)
+    finally:
+        if local_daemon is not None:
+            _stop_local_daemon(local_daemon)
+
+
+def _start_local_daemon(home: Home) -> InProcessDaemon | None:
+    """A daemon in this process when none runs for ``home`` (and the line that says so)."""
+    from .mailbox import InProcessDaemon
+
+    if daemon_pid(home) is not None:
+        return None
+    config = preflight(home)  # the same one-line error `run` gives, before anything starts
+    print(
+        "No daemon is running for this home, so this chat runs one itself until it ends "
+        "(`smarthole run` runs one on its own).",
+        flush=True,
+    )
+    local_daemon = InProcessDaemon(home, grace=config.daemon.shutdown_grace_seconds)
+    local_daemon.start()
+    return local_daemon
+
+
+def _stop_local_daemon(local_daemon: InProcessDaemon) -> None:
+    """Stop the chat's own daemon; if that takes a while, say why, and let Ctrl-C end it."""
+    try:
+        if local_daemon.stop(STOPPING_NOTICE_AFTER):
+            return
+        print(
+            "(stopping the daemon this chat ran: a turn in progress gets up to "
+            f"{local_daemon.grace:g} s to reach a safe point; Ctrl-C leaves at once, and what "
+            "is unfinished goes on when a daemon runs next)",
+            file=sys.stderr,
+            flush=True,
         )
-        try:
-            return _talk(session)
-        finally:
-            if local_daemon is not None:
-                local_daemon.stop()
+        local_daemon.stop()
+    except KeyboardInterrupt:
+        # The daemon's threads may be inside a model call: end the process, as a second
+        # Ctrl-C ends `smarthole run` (stored writes are transactions; nothing is lost).
+        with contextlib.suppress(OSError, ValueError):
+            print(file=sys.stderr, flush=True)
+            sys.stdout.flush()
+        os._exit(ExitCode.INTERRUPTED)
 
 
-def _talk(session: ChatSession) -> int:
+def _talk(session: ChatSession, local_daemon: InProcessDaemon | None) -> int:
     """Run the session; the exit code says how it ended."""
     try:
         session.run()
     except KeyboardInterrupt:
         session.stop.set()
-        print("\n(interrupted: everything said so far is stored)", file=sys.stderr)
+        print(f"\n{_interrupted(session, local_daemon)}", file=sys.stderr, flush=True)
         _mark_untitled(session)
         return ExitCode.INTERRUPTED
     if not session.timed_out:
@@ -89,6 +142,23 @@ def _talk(session: ChatSession) -> int:
     return ExitCode.FAILED
 
 
+def _interrupted(session: ChatSession, local_daemon: InProcessDaemon | None) -> str:
+    """What a Ctrl-C that ends the chat leaves behind."""
+    message_id = session.waiting_for
+    if message_id is None:
+        return "(interrupted: everything said so far is stored)"
+    see = session.where_to_see(message_id)
+    if local_daemon is None:
+        return (
+            "(stopped waiting; the daemon goes on with the turn in the background, and "
+            f"{see} when it comes)"
+        )
+    return (
+        "(stopped waiting; the daemon this chat ran stops with it, and a turn it cannot finish "
+        f"first goes on when a daemon runs next (`smarthole run`); then {see})"
+    )
+
+
 def _mark_untitled(session: ChatSession) -> None:
     """A chat that ended (not one still waiting for a reply) before it got a title."""
     from ..conversations import Conversations
@@ -98,8 +168,23 @@ def _mark_untitled(session: ChatSession) -> None:
         Conversations(session.store).mark_interrupted_untitled(conversation_id)
 
 
+def _tool_lines(raw: TextIO) -> Callable[[str], None] | None:
+    """Dim lines for the tools the agent calls, when the output is a terminal that takes
+    colour; None for the session's plain lines."""
+    from .mailbox import tool_line
+
+    if not raw.isatty() or os.environ.get("NO_COLOR"):
+        return None
+
+    def show(name: str) -> None:
+        raw.write(f"{DIM}{tool_line(name)}{PLAIN}\n")  # the name is escaped by tool_line
+        raw.flush()
+
+    return show
+
+
 @contextlib.contextmanager
-def _line_reader(home: Home, interactive: bool) -> Iterator[Callable[[], str | None]]:
+def _line_reader(home: Home, raw: TextIO, interactive: bool) -> Iterator[Callable[[], str | None]]:
     """A function returning the next line (None at end of input), with line editing and
     history in ``.smarthole/chat_history`` when the terminal is interactive."""
     if not interactive:
@@ -111,20 +196,104 @@ def _line_reader(home: Home, interactive: bool) -> Iterator[Callable[[], str | N
         yield read_piped
         return
 
-    def read() -> str | None:
-        try:
-            return input("you> ")
-        except EOFError:
-            print()
-            return None
-
     history = home.state / HISTORY_FILE
     readline = _load_history(history)
+    screen = Screen(raw, readline)
     try:
-        yield read
+        with screen.around_prompt():
+            yield screen.read
     finally:
         if readline is not None:
             _save_history(readline, history)
+
+
+class Screen:
+    """An interactive chat's terminal: the prompt, and what other threads write around it.
+
+    While the prompt shows, output from elsewhere (a plugin's ``print`` or a log line from the
+    daemon this chat runs) first erases the prompt's line; once that output ends a line, the
+    prompt is drawn again with what was typed so far, and typing goes on after it.
+    """
+
+    def __init__(self, raw: TextIO, readline: ModuleType | None) -> None:
+        self.raw = raw  # the terminal itself: only our own control sequences are sent to it
+        self.readline = readline
+        self.lock = threading.RLock()
+        self.prompting = False
+        self.erased = False
+
+    def read(self) -> str | None:
+        """The next line typed, None at end of input (Ctrl-D); Ctrl-C clears the line."""
+        while True:
+            try:
+                with self._prompt_shown():
+                    return input(PROMPT)
+            except EOFError:
+                print()
+                return None
+            except KeyboardInterrupt:
+                print("\n(Ctrl-D quits)")
+
+    @contextlib.contextmanager
+    def _prompt_shown(self) -> Iterator[None]:
+        with self.lock:
+            self.prompting, self.erased = True, False
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.prompting = False
+
+    def write(self, stream: TextIO, text: str) -> int:
+        """Write ``text`` to ``stream``, around the prompt if it shows."""
+        with self.lock:
+            if not self.prompting:
+                return stream.write(text)
+            if not self.erased:
+                self.raw.write(CLEAR_LINE)
+                self.raw.flush()
+                self.erased = True
+            written = stream.write(text)
+            if text.endswith("\n"):
+                stream.flush()
+                typed = one_line(self.readline.get_line_buffer()) if self.readline else ""
+                self.raw.write(PROMPT + typed)
+                self.raw.flush()
+                self.erased = False
+            return written
+
+    @contextlib.contextmanager
+    def around_prompt(self) -> Iterator[None]:
+        """While the block runs, ``sys.stdout``, ``sys.stderr`` and the log write around the
+        prompt (see :meth:`write`)."""
+        out, err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = AroundPrompt(out, self), AroundPrompt(err, self)
+        logs = [
+            handler
+            for handler in logging.getLogger().handlers
+            if isinstance(handler, logging.StreamHandler) and handler.stream in (out, err)
+        ]
+        streams = [handler.setStream(AroundPrompt(handler.stream, self)) for handler in logs]
+        try:
+            yield
+        finally:
+            for handler, stream in zip(logs, streams, strict=True):
+                handler.setStream(stream)
+            sys.stdout, sys.stderr = out, err
+
+
+class AroundPrompt:
+    """A text stream whose writes go around the chat's prompt (:meth:`Screen.write`)."""
+
+    def __init__(self, stream: TextIO, screen: Screen) -> None:
+        self.stream = stream
+        self.screen = screen
+
+    def write(self, text: str) -> int:
+        return self.screen.write(self.stream, text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)  # flush, fileno, isatty, encoding...
 
 
 def _load_history(history: Path) -> ModuleType | None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shlex
+import sys
 from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ExitCode
 from ..home import Home, holder
 from .output import dumps, one_line, print_json
 
@@ -31,6 +34,8 @@ __all__ = [
     "opened",
     "preflight",
     "print_json",
+    "run_command",
+    "starting",
     "title_line",
 ]
 
@@ -67,6 +72,35 @@ def opened(args: argparse.Namespace) -> Iterator[tuple[Home, Store]]:
 def daemon_pid(home: Home) -> int | None:
     """The pid of the daemon holding ``home`` (-1 when it wrote none), or None when none runs."""
     return holder(home.lock_file)
+
+
+def run_command(args: argparse.Namespace, home: Home) -> str:
+    """The command that runs a daemon for ``home``, as the person would type it."""
+    if args.home is None:
+        return "smarthole run"
+    return f"smarthole run --home {one_line(shlex.quote(str(home.root)))}"
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+    """Start-up, where a Ctrl-C ends the process at once, quietly, with ``INTERRUPTED``.
+
+    Start-up imports the SDK and builds its client, which takes seconds on a small machine. A
+    ``KeyboardInterrupt`` raised in the middle of that leaves half-made objects whose
+    finalizers print tracebacks at exit; so here a Ctrl-C ends the process instead, as a
+    second Ctrl-C ends the daemon. Nothing is lost: stored writes are transactions, and a
+    daemon still starting survives ending here as it survives a crash.
+    """
+    from ..daemon.signals import INTERRUPT_SIGNALS, capture_signals
+
+    def leave(_received: object) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os.write(2, b"\n")
+        os._exit(ExitCode.INTERRUPTED)
+
+    with capture_signals(leave, signals=INTERRUPT_SIGNALS, force_exit=False):
+        yield
 
 
 def now() -> datetime:

@@ -45,6 +45,8 @@ def health_fields(home: Home, report: dict[str, Any], now: datetime) -> dict[str
         "ready": bool(state.get("ready")) and report["running"],
         "daemon_status": state.get("status") if report["running"] else None,
         "reloaded_at": state.get("reloaded_at"),
+        # what a reload read but only a restart applies; kept until the daemon restarts
+        "restart_needed": list(state.get("restart_needed") or []),
         "queue": {key: len(report[key]) for key in ("queued", "in_progress", "deferred")},
         "oldest_queued_age_seconds": round(oldest, 1) if oldest is not None else None,
         "deferred_count": len(report["deferred"]),
@@ -135,6 +137,9 @@ def problems(report: dict[str, Any], max_queue_age: float | None) -> list[str]:
     stale = state_file_warning(report)
     if stale:
         found.append(stale)
+    broken = config_warning(report)
+    if broken:
+        found.append(broken)
     age = report["oldest_queued_age_seconds"]
     if max_queue_age is not None and age is not None and age > max_queue_age:
         found.append(f"the oldest queued message has waited {age:.0f}s (limit {max_queue_age:g}s)")
@@ -154,6 +159,20 @@ def state_file_warning(report: dict[str, Any]) -> str | None:
         f".smarthole/daemon.json {when}; the daemon may be unable to write to the home "
         "(a full disk?)"
     )
+
+
+def config_warning(report: dict[str, Any]) -> str | None:
+    """``config.toml`` no longer loads, so the next start would fail: why; else None."""
+    error = report.get("config_error")
+    return f"config.toml does not load, so the next start would fail: {error}" if error else None
+
+
+def restart_warning(report: dict[str, Any]) -> str | None:
+    """What the running daemon read on a reload but applies only after a restart; else None."""
+    needed = report.get("restart_needed")
+    if not needed:
+        return None
+    return "the daemon needs a restart to apply: " + ", ".join(needed)
 
 
 def _ago(seconds: float) -> str:

@@ -1,43 +1,99 @@
 """Talking to the daemon from a terminal: ``send --wait``, ``chat`` and ``resume``.
 
 Every message goes through the inbox like any other, and replies are read from the store's
-outbox record, so a terminal conversation is processed exactly like a dropped file. If no
-daemon is running, ``chat`` runs one in-process for the session's length.
+outbox record, so a terminal conversation is processed exactly like a dropped file. While a
+reply is awaited, the events of its message say what happens meanwhile: the tools the agent
+calls, and each failed attempt the daemon will retry. If no daemon is running, ``chat`` runs
+one in-process for the session's length.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TextIO
 
+from ..db.events import EventLog
 from ..db.outbox import OutboxItem, OutboxRecord
 from ..db.store import Store
 from ..errors import DaemonError
+from ..formats import parse_time, utc_now
 from ..home import Home
 from ..pipeline.inbox import drop_message
-from .output import body
+from .output import body, one_line, short
 
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.05
+# What a deferred attempt's error means, by how its text begins (``agent.client``'s words):
+# (beginning, what a person reads, whether the beginning is part of the reason shown).
+FAILURES = (
+    ("could not reach the model: ", "the model could not be reached", False),
+    ("HTTP ", "the model service failed", True),
+    ("the model stream reported ", "the model service failed", True),
+)
 
 
 def new_message_id() -> str:
     return str(uuid.uuid4())
 
 
+@dataclass(frozen=True)
+class ToolCalled:
+    """The agent called a tool while answering the message (a ``tool_called`` event)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """An attempt at the message failed; the daemon tries again at ``due`` (``turn_deferred``)."""
+
+    attempts: int
+    error: str
+    due: datetime | None
+
+
+Progress = OutboxItem | ToolCalled | Retrying
+"""What waiting for a reply shows: a reply, a tool call, or a retry to come."""
+
+
+def retry_line(retrying: Retrying, now: datetime) -> str:
+    """The one line a terminal shows for a deferred attempt, its reason escaped."""
+    what, reason = "the attempt failed", retrying.error
+    for beginning, said, kept in FAILURES:
+        if reason.startswith(beginning):
+            what, reason = said, reason if kept else reason.removeprefix(beginning)
+            break
+    seconds = (retrying.due - now).total_seconds() if retrying.due else 0.0
+    when = (
+        "now"
+        if seconds < 0.5
+        else f"in {seconds:.0f} s"
+        if seconds < 120
+        else f"in {seconds / 60:.0f} min"
+    )
+    return (
+        f"{what} ({short(reason.strip().rstrip('.'), 100)}); retrying {when} "
+        f"(attempt {retrying.attempts}) — smarthole status shows more"
+    )
+
+
 class Mailbox:
-    """Drops messages into a home's inbox and waits for their replies."""
+    """Drops messages into a home's inbox and follows them to their replies."""
 
     def __init__(self, home: Home, store: Store) -> None:
         self.home = home
         self.store = store
         self._outbox = OutboxRecord(home, store)
+        self._events = EventLog(store)
+        self._sent_after: dict[str, int] = {}  # message id: the last event before it was sent
 
     def send(
         self,
@@ -49,6 +105,7 @@ class Mailbox:
         message_id: str | None = None,
     ) -> str:
         message_id = message_id or new_message_id()
+        self._sent_after[message_id] = self._events.latest_id()
         drop_message(
             self.home.inbox,
             text,
@@ -59,16 +116,33 @@ class Mailbox:
         )
         return message_id
 
-    def replies(
+    def follow(
         self, message_id: str, *, timeout: float, stop: threading.Event | None = None
-    ) -> Iterator[OutboxItem]:
-        """Yield each reply to ``message_id`` as it is written, ending with the final one.
+    ) -> Iterator[Progress]:
+        """Yield what happens to ``message_id``: each reply as it is written (ending with the
+        final one), each tool the agent calls, and each failed attempt to be retried.
 
         Stops early (without a final reply) at ``timeout`` or when ``stop`` is set.
         """
         seen: set[str] = set()
+        after = self._sent_after.get(message_id)
+        if after is None:
+            after = self._events.latest_id()
         deadline = time.monotonic() + timeout
         while True:
+            for event in self._events.since(after):
+                after = event.id or after
+                if event.message_id != message_id:
+                    continue
+                if event.type == "tool_called":
+                    yield ToolCalled(str(event.data.get("tool", "")))
+                elif event.type == "turn_deferred":
+                    due = event.data.get("next_attempt_at")
+                    yield Retrying(
+                        int(event.data.get("attempts") or 0),
+                        str(event.data.get("error", "")),
+                        parse_time(due) if due else None,
+                    )
             for item in self._outbox.items_for(message_id):
                 if item.id in seen:
                     continue
@@ -81,9 +155,27 @@ class Mailbox:
             time.sleep(POLL_SECONDS)
 
 
+def _plain_tool_line(out: TextIO) -> Callable[[str], None]:
+    def show(name: str) -> None:
+        out.write(f"{tool_line(name)}\n")
+        out.flush()
+
+    return show
+
+
+def tool_line(name: str) -> str:
+    """The line that shows a tool call, the name escaped (the model chose it)."""
+    return f"  · {short(name, 60)}"
+
+
 @dataclass
 class ChatSession:
-    """One terminal conversation; ``run`` reads lines until end of input."""
+    """One terminal conversation; ``run`` reads lines until end of input.
+
+    Replies go to ``out``, the tools the agent calls to ``show_tool`` (plain lines on ``out``
+    unless given), and a line for each attempt to be retried to ``err``. ``waiting_for`` is the
+    message whose reply is awaited, if any: a Ctrl-C that ends the chat leaves it there.
+    """
 
     home: Home
     store: Store
@@ -93,7 +185,10 @@ class ChatSession:
     out: TextIO
     timeout: float = 600.0
     stop: threading.Event = field(default_factory=threading.Event)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    show_tool: Callable[[str], None] | None = None
     last_message_id: str | None = None
+    waiting_for: str | None = None
     timed_out: bool = False
 
     def current_conversation(self) -> str | None:
@@ -124,7 +219,16 @@ class ChatSession:
 
     def _show_replies(self, mailbox: Mailbox, message_id: str) -> bool:
         final = None
-        for item in mailbox.replies(message_id, timeout=self.timeout, stop=self.stop):
+        show_tool = self.show_tool or _plain_tool_line(self.out)
+        self.waiting_for = message_id
+        for item in mailbox.follow(message_id, timeout=self.timeout, stop=self.stop):
+            if isinstance(item, ToolCalled):
+                show_tool(item.name)
+                continue
+            if isinstance(item, Retrying):
+                self.err.write(retry_line(item, utc_now()) + "\n")
+                self.err.flush()
+                continue
             self.conversation_id = item.conversation or self.conversation_id
             label = {"question": "smarthole asks", "error": "smarthole (error)"}.get(
                 item.kind, "smarthole"
@@ -139,16 +243,29 @@ class ChatSession:
                 "will arrive in the outbox when the daemon gets to it)\n"
             )
             self.out.flush()
+        if final is not None:
+            self.waiting_for = None
         return final is not None
+
+    def where_to_see(self, message_id: str) -> str:
+        """How to see the reply to ``message_id`` later, from another terminal."""
+        conversation = self.current_conversation()
+        if conversation:
+            return f"`smarthole show {one_line(conversation)}` shows its reply"
+        return f"`smarthole status` shows where message {one_line(message_id)} stands"
 
 
 class InProcessDaemon:
-    """A daemon in a background thread, for a chat when none is running."""
+    """A daemon in a background thread, for a chat when none is running.
 
-    def __init__(self, home: Home) -> None:
+    ``grace`` is how long a stop may wait for a turn in progress (``shutdown_grace_seconds``).
+    """
+
+    def __init__(self, home: Home, *, grace: float) -> None:
         from ..daemon import Daemon
 
         self.daemon = Daemon(home, handle_signals=False)
+        self.grace = grace
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="smarthole-daemon", daemon=True)
 
@@ -168,6 +285,8 @@ class InProcessDaemon:
                 raise self.error
             raise DaemonError("the in-process daemon stopped while starting")
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = None) -> bool:
+        """Ask the daemon to stop; True once it has, False if it still runs after ``timeout``."""
         self.daemon.request_stop()
-        self._thread.join()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()

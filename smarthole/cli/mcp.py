@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 
 def server_views(home: Home) -> list[dict[str, Any]]:
-    """Each configured server's state and tools: the running daemon's, else started here."""
-    return _running_views(home) or _fresh_views(home)
+    """Each configured server's state and tools: the running daemon's (marked where
+    config.toml now differs), else started here."""
+    if daemon_pid(home) is None:
+        return _fresh_views(home)
+    return _beside_config(home, _running_views(home))
 
 
 def call(home: Home, server: str, tool_name: str, arguments: dict[str, Any]) -> int:
@@ -60,16 +63,48 @@ def call(home: Home, server: str, tool_name: str, arguments: dict[str, Any]) -> 
 
 
 def _running_views(home: Home) -> list[dict[str, Any]]:
-    """A running daemon's servers as it recorded them (empty when none is running)."""
+    """A running daemon's servers as it recorded them."""
     from ..mcpservers import recorded_views
 
-    if daemon_pid(home) is None:
-        return []
     store = open_store(home)
     try:
         return recorded_views(store.plugin_data("mcp"))
     finally:
         store.close()
+
+
+def _beside_config(home: Home, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The daemon's ``views``, marked against the servers of config.toml as it is now (how
+    each is reached, and whether it is enabled); a config that does not load is said on
+    stderr, and the views are shown as they are."""
+    from ..config import load_config
+    from ..daemon.loaded import compare
+    from ..errors import ConfigError
+
+    try:
+        servers = load_config(home).mcp.servers
+    except ConfigError as exc:
+        print(f"smarthole: {exc} (the next start would fail)", file=sys.stderr)
+        return views
+    configured = [
+        {
+            "name": name,
+            "transport": server.transport,
+            "target": server.describe(),
+            "state": "not started" if server.enabled else "disabled",
+        }
+        for name, server in servers.items()
+    ]
+    return compare(views, configured, _same_server)
+
+
+def _same_server(running: dict[str, Any], configured: dict[str, Any]) -> bool:
+    """Reached the same way, and enabled alike."""
+
+    def key(view: dict[str, Any]) -> tuple[str, str, bool]:
+        return view["transport"], view["target"], view["state"] == "disabled"
+
+    return key(running) == key(configured)
 
 
 def _fresh_views(home: Home) -> list[dict[str, Any]]:

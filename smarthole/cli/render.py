@@ -11,7 +11,7 @@ from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
 from ..db.states import ConversationStatus
 from .common import title_line
-from .health import health_lines, state_file_warning
+from .health import config_warning, health_lines, restart_warning, state_file_warning
 from .output import body, one_line, short
 
 
@@ -44,6 +44,8 @@ def conversation_line(number: int, view: ConversationView, now: datetime) -> str
     status: str = view.status
     if view.status is ConversationStatus.DEFERRED and view.deferred_until is not None:
         status = f"deferred until {view.deferred_until.astimezone():%H:%M}"
+    if view.current:  # the one a new message on its channel goes to
+        status += " · current"
     turns = f"{c.turns} turn{'s' if c.turns != 1 else ''}"
     return (
         f"{number}. [{one_line(c.channel)}] {one_line(view.title)}"
@@ -89,24 +91,40 @@ def transcript(
 
 
 def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list[str]:
-    lines = []
+    said: list[tuple[str, str]] = []
     tools: list[str] = []
     for message in messages:
         if message.kind == "user":
-            lines.append(_said("you", message.text))
+            said.append(("you", message.text))
         elif message.kind == "assistant":
             tools += [b["name"] for b in message.tool_uses]
         elif message.kind == "agent_message":
-            lines.append(_said("agent", message.text))
+            said.append(("agent", message.text))
         elif message.kind == "question":
-            lines.append(_said("agent asked", message.text))
+            said.append(("agent asked", message.text))
         elif message.kind == "error":
-            lines.append(_said("error", message.text))
+            said.append(("error", message.text))
+    lines = [_said(who, text) for who, text in _folded(said)]
     if tools:
         lines.append(f"   tools: {', '.join(one_line(t) for t in dict.fromkeys(tools))}")
     for item in finals:
         lines.append(_said("agent" if item.kind == "response" else "error reply", item.text))
     return lines
+
+
+def _folded(said: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A run of one error said again and again (each attempt at a retried message) becomes
+    one line, with its count after a multiplication sign."""
+    runs: list[tuple[str, str, int]] = []
+    for who, text in said:
+        if who == "error" and runs and runs[-1][:2] == (who, text):
+            runs[-1] = (who, text, runs[-1][2] + 1)
+        else:
+            runs.append((who, text, 1))
+    return [
+        (who if count == 1 else f"{who} \N{MULTIPLICATION SIGN}{count}", text)
+        for who, text, count in runs
+    ]
 
 
 def _said(who: str, text: str) -> str:
@@ -131,7 +149,12 @@ def export_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def event_line(event: Event) -> str:
+PREVIEW_CHARACTERS = 70
+USAGE = (("input_tokens", "in"), ("output_tokens", "out"), ("cache_read_input_tokens", "cached"))
+
+
+def event_line(event: Event, preview: str | None = None) -> str:
+    """One event for people: when, what, where, its fields, and a ``preview`` of its text."""
     parts = [f"{event.at.astimezone():%Y-%m-%d %H:%M:%S}", one_line(event.type)]
     if event.conversation:
         parts.append(f"conv={event.conversation[:8]}")
@@ -139,10 +162,56 @@ def event_line(event: Event) -> str:
         parts.append(f"turn={event.turn}")
     if event.message_id:
         parts.append(f"msg={one_line(event.message_id[:12])}")
-    details = ", ".join(
-        f"{one_line(k)}={short(v)}" for k, v in event.data.items() if v not in (None, "")
-    )
-    return " ".join(parts) + (f"  {details}" if details else "")
+    fields = [
+        f"{one_line(k)}={_field(k, v)}" for k, v in event.data.items() if v not in (None, "", [])
+    ]
+    if preview and preview.strip():
+        fields.append(f'"{short(preview.strip(), PREVIEW_CHARACTERS)}"')
+    return "  ".join([" ".join(parts), *fields])
+
+
+def _field(key: str, value: Any) -> str:
+    """An event's field as people read it: no Python reprs, lists joined, usage in words."""
+    if key == "usage" and isinstance(value, dict):
+        return usage_words(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(_field("", item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{one_line(k)}: {_field(str(k), v)}" for k, v in value.items())
+    return short(value, 80)
+
+
+def usage_words(usage: dict[str, Any]) -> str:
+    """``in 150 · out 75 · cached 0`` (and ``· cache write N`` when it wrote any)."""
+    said = [f"{label} {_count(usage.get(key))}" for key, label in USAGE]
+    written = usage.get("cache_creation_input_tokens")
+    if written:
+        said.append(f"cache write {_count(written)}")
+    return " · ".join(said)
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else "?" if value is None else short(value, 20)
+
+
+def last_exchange(turns: list[dict[str, Any]], count: int = 4) -> str:
+    """The last ``count`` things said in a conversation (an export's ``turns``), each cut to a
+    few lines: what a person sees before carrying on with it."""
+    lines = ["Last exchange:"]
+    for entry in turns[-count:]:
+        who = "you" if entry["role"] == "human" else "agent"
+        lines.append(_said(who, _cut(entry["content"])))
+    return "\n".join(lines)
+
+
+def _cut(text: str, max_lines: int = 6, max_characters: int = 600) -> str:
+    kept = text.strip()[:max_characters].splitlines()[:max_lines]
+    cut = "\n".join(kept)
+    return cut + " …" if cut != text.strip() else cut
 
 
 def status_text(report: dict[str, Any]) -> str:
@@ -153,6 +222,14 @@ def status_text(report: dict[str, Any]) -> str:
     stale = state_file_warning(report)
     if stale:
         lines.append(f"warning: {stale} — figures below come from the folders and the database")
+    lines += [
+        f"warning: {one_line(w)}" for w in (config_warning(report), restart_warning(report)) if w
+    ]
+    waiting = report.get("inbox_waiting")
+    if waiting:
+        files = f"{waiting} file{'s' if waiting != 1 else ''}"
+        unclaimed = "" if report["running"] else " (no daemon is running)"
+        lines.append(f"inbox: {files} waiting to be claimed{unclaimed}")
     for key, title in (
         ("queued", "queued"),
         ("in_progress", "in progress"),
@@ -224,6 +301,30 @@ def _status_item(key: str, item: dict[str, Any]) -> str:
     return text
 
 
+# -- what a running daemon has loaded, beside the disk -----------------------------------------
+
+RELOAD_HINT = "`smarthole reload` applies what it can, and names what needs a restart."
+
+
+def loaded_mark(entry: dict[str, Any], where: str = "on disk", verb: str = "loaded") -> str:
+    """`` (on disk, not loaded by the running daemon)`` and the like, for an entry marked by
+    :func:`smarthole.daemon.loaded.compare`; empty when the two agree, or none was compared."""
+    if "loaded" not in entry:
+        return ""
+    if not entry["loaded"]:
+        return f"  ({where}, not {verb} by the running daemon)"
+    if not entry["on_disk"]:
+        return f"  ({verb} by the running daemon, no longer {where})"
+    if entry["changed"]:
+        return f"  (changed {where} since the running daemon {verb} it)"
+    return ""
+
+
+def loaded_footer(entries: list[dict[str, Any]]) -> list[str]:
+    """What to do about entries whose disk and daemon differ: nothing when none does."""
+    return [RELOAD_HINT] if any(loaded_mark(entry) for entry in entries) else []
+
+
 # -- MCP servers ------------------------------------------------------------------------------
 
 HINTS = (
@@ -241,7 +342,8 @@ def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
         state = view["state"] + (f": {one_line(view['reason'])}" if view.get("reason") else "")
         if view.get("retry_at") and view["state"] == "failed":
             state += f" (next try {view['retry_at']})"
-        lines.append(f"{view['name']}  {view['transport']}: {one_line(view['target'])}")
+        mark = loaded_mark(view, "in config.toml", "started")
+        lines.append(f"{view['name']}  {view['transport']}: {one_line(view['target'])}{mark}")
         lines.append(f"  state: {state}")
         lines += [f"  stderr: {one_line(line)}" for line in view.get("stderr") or []]
         if tools:

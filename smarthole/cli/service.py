@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import DaemonError, ExitCode, LookupFailed, SmartholeError, UsageError
 from ..fsutil import atomic_write
 from ..home import Home
-from .common import daemon_pid
+from .common import daemon_pid, one_line
 from .units import (
     ENV_HEADER,
     SECRET_ENV,
@@ -232,7 +232,8 @@ def manager_status(name: str | None, env: Mapping[str, str]) -> Path | None:
 
 
 def reload(home: Home) -> int:
-    """Ask the running daemon to re-read config.toml (SIGHUP) and say how it went."""
+    """Ask the running daemon to re-read config.toml (SIGHUP) and say how it went: one line
+    per change this reload read but only a restart applies (what it applied live is logged)."""
     from ..daemon.signals import send_reload
     from ..daemon.state import read_state
 
@@ -246,6 +247,10 @@ def reload(home: Home) -> int:
         state = read_state(home, pid) or {}
         if state.get("reloaded_at") != before.get("reloaded_at"):
             print(f"Reloaded {home.config_file} (pid {pid}).")
+            known = set(before.get("restart_needed") or [])
+            for name in state.get("restart_needed") or []:
+                if name not in known:
+                    print(f"needs a restart: {one_line(name)}")
             return ExitCode.OK
         error = state.get("last_error") or ""
         if state.get("last_error_at") != before.get("last_error_at") and "reload" in error:

@@ -3,7 +3,8 @@ and ``tasks`` (list, show, abort) print them (``cli.commands.teams`` declares th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING
 
 from ..errors import LookupFailed
 from .common import daemon_pid
@@ -15,46 +16,30 @@ if TYPE_CHECKING:
 
 
 def print_agents(home: Home, *, as_json: bool) -> None:
-    """The entry agent first, then each team agent with its description, model and tools."""
-    from ..app import App
-    from ..config import load_config
+    """The entry agent first, then each team agent with its description, model and tools;
+    with a daemon running, the agents it has loaded, marked where config.toml now differs."""
+    from ..daemon.loaded import agent_listing, beside_disk
+    from ..daemon.state import recorded
+    from .render import loaded_footer, loaded_mark
 
-    config = load_config(home)
-    app = App.load(home, config)
-    try:
-        team = app.team
-        entry_tools = [tool.name for tool in app.tools]
-    finally:
-        app.close()
-    listed: list[dict[str, Any]] = [
-        {
-            "name": config.agent.name,
-            "role": "entry",
-            "description": "the agent you talk to",
-            "model": config.model.name,
-            "tools": entry_tools + (["start_task"] if team else []),
-        }
-    ]
-    for agent in team.values():
-        listed.append(
-            {
-                "name": agent.name,
-                "role": "team",
-                "description": agent.description,
-                "model": agent.model,
-                "tools": [*agent.tools, "finish_task"],
-            }
-        )
+    listing = beside_disk(home, recorded(home, "agents"), agent_listing)
+    if listing.disk_error:
+        print(f"smarthole: {listing.disk_error} (the next start would fail)", file=sys.stderr)
     if as_json:
-        print_json(listed)
+        print_json(listing.entries)
         return
-    for entry in listed:
+    if listing.from_daemon:
+        print("As loaded by the running daemon:")
+    for entry in listing.entries:
         role = " (entry agent)" if entry["role"] == "entry" else ""
-        print(f"{entry['name']}{role}: {entry['description']}")
-        print(f"  model: {entry['model']}")
-        print(f"  tools: {', '.join(entry['tools']) or 'none'}")
-    if not team:
+        mark = loaded_mark(entry, "in config.toml")
+        print(f"{one_line(entry['name'])}{role}: {short(entry['description'], 200)}{mark}")
+        print(f"  model: {one_line(entry['model'])}")
+        print(f"  tools: {', '.join(one_line(t) for t in entry['tools']) or 'none'}")
+    if not any(entry["role"] == "team" for entry in listing.entries):
         print("No team agents: add [agents.<name>] tables to config.toml (see the README).")
+    for line in loaded_footer(listing.entries):
+        print(line)
 
 
 def print_tasks(store: Store, *, everything: bool, as_json: bool) -> None:

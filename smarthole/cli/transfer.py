@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DocumentError, UsageError
-from ..formats import loads_json
+from ..formats import loads_json, visible
 from .output import dumps
 
 if TYPE_CHECKING:
@@ -34,6 +34,23 @@ def export_text(home: Home, store: Store, wanted: str, format: str) -> str:
     if format == "context":
         return dumps(context_of(data))
     return export_markdown(data)
+
+
+def import_channel(data: Any, given: str | None) -> str:
+    """The channel an import goes to: ``--channel`` if given, else the export's own (checked
+    as an inbox message's channel is), else ``default``."""
+    from ..pipeline.message import CHANNEL_PATTERN, DEFAULT_CHANNEL
+
+    if given is not None:
+        if not CHANNEL_PATTERN.fullmatch(given):
+            raise UsageError(
+                f"--channel '{visible(given)}' must be 1-64 letters, digits or . _ @ + -"
+            )
+        return given
+    channel = data.get("channel") if isinstance(data, dict) else None
+    if isinstance(channel, str) and CHANNEL_PATTERN.fullmatch(channel):
+        return channel
+    return DEFAULT_CHANNEL
 
 
 def read_context(file: str) -> Any:

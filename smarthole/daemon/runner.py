@@ -143,8 +143,8 @@ class Daemon:
         Store.open(self.home.database, clock=self.clock, recover=True).close()
         self._loaded_at = time.time()  # a plugin file changed after this needs a restart
         app = App.load(self.home, extra_plugins=self.extra_plugins, env=self.env, clock=self.clock)
-        self._apply_settings(app)
         self.state = DaemonState(self.home, self.clock)
+        self._apply_settings(app, self.state)
         recorder = ErrorRecorder(self.state)
         logging.getLogger().addHandler(recorder)
         try:
@@ -200,11 +200,13 @@ class Daemon:
             runtime.event_hook.stop()  # after the last event of this run is written
             app.plugins.notify("shutdown", app=app)
 
-    def _apply_settings(self, app: App) -> None:
-        """Take the settings the daemon reads outside turns (at start and after a reload)."""
+    def _apply_settings(self, app: App, state: DaemonState) -> None:
+        """At start and after a reload: take the settings the daemon reads outside turns, and
+        record the plugins and agents it has loaded."""
         self._grace = app.config.daemon.shutdown_grace_seconds
         if self.follow_log_level:
             set_level(app.config.daemon.log_level)
+        state.record_loaded(app)
 
     def _reload_now(self, runtime: Runtime) -> None:
         """SIGHUP: tell the service manager, re-read config.toml, then be ready again."""
@@ -212,7 +214,7 @@ class Daemon:
         self.notifier.reloading()
         assert self.state is not None
         if reload_daemon(runtime.app, self._mcp, self.state, self._loaded_at, self.clock):
-            self._apply_settings(runtime.app)
+            self._apply_settings(runtime.app, self.state)
         self._report_status(runtime, ready=True)
 
     def _report_status(self, runtime: Runtime, *, ready: bool = False) -> None:
@@ -314,11 +316,8 @@ class Daemon:
         self.summary = {"deferred": len(deferred), "next_due": runtime.ledger.next_due()}
         if deferred:
             due = self.summary["next_due"]
-            logger.warning(
-                "%d message(s) deferred; the next is due at %s",
-                len(deferred),
-                due.isoformat() if due else "?",
-            )
+            when = due.isoformat() if due else "?"
+            logger.warning("%d message(s) deferred; the next is due at %s", len(deferred), when)
 
     # -- workers ---------------------------------------------------------------------------
 

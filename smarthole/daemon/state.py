@@ -1,10 +1,12 @@
 """What the running daemon says about itself, for ``smarthole status`` in another process.
 
 ``.smarthole/daemon.json`` holds the daemon's pid, version, start time, whether it is ready,
-its one-line status, when it last reloaded, the last error it logged with its time, and when
-the file was written (``written_at``). It is rewritten atomically (temp file, fsync, rename) by
-the main loop when something changed, and every ``REWRITE_SECONDS`` even when nothing did, never
-from inside a logging call. It is only believed while the home's lock is held by the same pid:
+its one-line status, when it last reloaded and what a reload read but only a restart applies
+(``restart_needed``, kept until one), the plugins and agents it has loaded (``plugins``,
+``agents``: see ``loaded``), the last error it logged with its time, and when the file was
+written (``written_at``). It is rewritten atomically (temp file, fsync, rename) by the main
+loop when something changed, and every ``REWRITE_SECONDS`` even when nothing did, never from
+inside a logging call. It is only believed while the home's lock is held by the same pid:
 a daemon killed with -9 leaves the file behind, and the lock tells that it is stale. A file
 older than ``STALE_AFTER_SECONDS`` under a running daemon says it may be unable to write (a
 full disk, a read-only mount), and ``status`` says so.
@@ -19,12 +21,15 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..formats import Clock, iso
 from ..fsutil import atomic_write
-from ..home import Home
+from ..home import Home, holder
+
+if TYPE_CHECKING:
+    from ..app import App
 
 STATE_FILE = "daemon.json"
 # The main loop flushes about every second; a write at least this often keeps ``written_at``
@@ -50,6 +55,16 @@ def read_state(home: Home, pid: int | None) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("pid") != pid:
         return None  # left behind by an earlier daemon
     return data
+
+
+def recorded(home: Home, key: str) -> list[dict[str, Any]] | None:
+    """What the daemon running for ``home`` recorded as loaded under ``key`` (``plugins``,
+    ``agents``); None when no daemon runs, or it recorded none (one older than this)."""
+    state = read_state(home, holder(home.lock_file))
+    value = state.get(key) if state else None
+    if not isinstance(value, list):
+        return None
+    return [e for e in value if isinstance(e, dict) and isinstance(e.get("name"), str)]
 
 
 class DaemonState:
@@ -79,6 +94,12 @@ class DaemonState:
                 if self.data.get(key) != value:
                     self.data[key] = value
                     self._dirty = True
+
+    def record_loaded(self, app: App) -> None:
+        """Record the plugins and agents ``app`` has loaded (at start, after a reload)."""
+        from .loaded import agent_listing, plugin_listing
+
+        self.update(plugins=plugin_listing(app), agents=agent_listing(app))
 
     def error(self, message: str, at: datetime) -> None:
         self.update(last_error=message, last_error_at=iso(at))

@@ -118,7 +118,8 @@ class ConversationStatus(StrEnum):
     DEFERRED = "deferred"
     INTERRUPTED = "interrupted"
     WAITING = "waiting for your reply"
-    ACTIVE = "active"
+    ACTIVE = "active"  # its channel's current conversation: a new message goes to it
+    PAUSED = "paused"  # open, but another is its channel's current one
 
 
 def sql_values(*states: State) -> str:

@@ -146,10 +146,14 @@ class Command:
     ],
     ids=["send-wait", "events-follow", "resume-picker", "status-finished"],
 )
-def test_ctrl_c_exits_130(home, fake, env, tmp_path, args, ready):
+def test_ctrl_c_exits_130(home, fake, env, tmp_path, daemons, args, ready):
     fake.default = text("ok")
     drop(home, "hello", "m1")
     run_once(home, env)
+    release = threading.Event()
+    if args[0] == "send":  # with no daemon, `send --wait` ends at once: it waits for this one
+        fake.add(hold(release, text("too late")))
+        daemons(home, env)
     command = Command(tmp_path, env, *args, "--home", str(home))
     try:
         if ready is None:  # a command that finished is not interrupted
@@ -160,6 +164,7 @@ def test_ctrl_c_exits_130(home, fake, env, tmp_path, args, ready):
         assert command.process.wait(timeout=10) == 130, command.output()
         assert "Traceback" not in command.output()
     finally:
+        release.set()
         command.close()
 
 

@@ -7,7 +7,16 @@ import sys
 
 from ...errors import ConfigError, ExitCode, MessageError
 from ...home import Home
-from ..common import home_of, opened, preflight
+from ..common import (
+    daemon_pid,
+    home_of,
+    now,
+    one_line,
+    opened,
+    preflight,
+    run_command,
+    starting,
+)
 from ..parser import Commands, command, number, one_of, option
 from .web import serve_beside_daemon
 
@@ -62,11 +71,13 @@ def run(args: argparse.Namespace) -> int:
     from ...daemon.logs import set_level
 
     home = home_of(args)
-    config = preflight(home)
-    follow = not (args.log_level or args.verbose)  # the command line wins over [daemon]
-    if follow:
-        set_level(config.daemon.log_level)
-    daemon = Daemon(home, once=args.once, follow_log_level=follow)
+    print(f"Starting smarthole for {one_line(home.root)}...", flush=True)
+    with starting():  # a Ctrl-C while the SDK loads ends quietly; the daemon then owns it
+        config = preflight(home)
+        follow = not (args.log_level or args.verbose)  # the command line wins over [daemon]
+        if follow:
+            set_level(config.daemon.log_level)
+        daemon = Daemon(home, once=args.once, follow_log_level=follow)
     web = serve_beside_daemon(home, config)  # [web] enabled: the view in this process too
     try:
         code = daemon.run()
@@ -93,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 @number("--timeout", 300.0, "SECONDS", "how long --wait waits", above=True)
 @option("text", nargs="+", help="the message (use - to read standard input)")
 def send(args: argparse.Namespace) -> int:
-    from ..mailbox import Mailbox
+    from ..mailbox import Mailbox, Retrying, ToolCalled, retry_line
 
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
@@ -104,16 +115,31 @@ def send(args: argparse.Namespace) -> int:
             from ...conversations import Conversations
 
             conversation = Conversations(store).get(conversation).id  # fail now, not at timeout
+        running = daemon_pid(home) is not None
         mailbox = Mailbox(home, store)
         message_id = mailbox.send(
             text, channel=args.channel, conversation=conversation, new_conversation=args.new
         )
+        if not running:
+            why = ", so no reply can come yet" if args.wait else ""
+            print(
+                f"smarthole: no daemon is running for {one_line(home.root)}{why}; message "
+                f"{message_id} waits in the inbox until one starts (`{run_command(args, home)}`)",
+                file=sys.stderr,
+            )
         if not args.wait:
             print(message_id)
             return ExitCode.OK
+        if not running:
+            return ExitCode.FAILED
         print(f"sent {message_id}; waiting for the reply...", file=sys.stderr)
         final = None
-        for item in mailbox.replies(message_id, timeout=args.timeout):
+        for item in mailbox.follow(message_id, timeout=args.timeout):
+            if isinstance(item, Retrying):
+                print(retry_line(item, now()), file=sys.stderr, flush=True)
+                continue
+            if isinstance(item, ToolCalled):
+                continue
             print(item.text, flush=True)
             final = item if item.final else final
             if not item.final:

@@ -74,8 +74,9 @@ def show(args: argparse.Namespace) -> int:
 @option("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")
 def resume(args: argparse.Namespace) -> int:
     from ...conversations import Conversations
+    from ...db.outbox import OutboxRecord
     from ..chat import pick, talk
-    from ..render import conversation_list
+    from ..render import conversation_list, last_exchange
 
     with opened(args) as (home, store):
         conversations = Conversations(store)
@@ -94,6 +95,9 @@ def resume(args: argparse.Namespace) -> int:
             chosen = views[picked - 1].conversation
         chosen = conversations.reopen(chosen)
         print(f'Resuming "{title_line(chosen.title)}" ({chosen.id}).')
+        said = conversations.export(chosen, OutboxRecord(home, store), entry_agent="agent")
+        if said["turns"]:
+            print(last_exchange(said["turns"]))
         return talk(home, store, chosen.channel, chosen.id, timeout=600.0)
 
 
@@ -110,6 +114,7 @@ def resume(args: argparse.Namespace) -> int:
 )
 @number("--timeout", 600.0, "SECONDS", "how long to wait for each reply", above=True)
 def chat(args: argparse.Namespace) -> int:
+    print("Starting the chat...", flush=True)  # at once: loading the SDK can take seconds
     from ..chat import talk
 
     with opened(args) as (home, store):
@@ -154,14 +159,20 @@ def export(args: argparse.Namespace) -> int:
 
 @command("import", "import a context JSON as a new conversation")
 @option("file", metavar="FILE", help="the JSON file, or - for standard input")
-@option("--channel", metavar="C", default="default", help="its channel (default)")
+@option(
+    "--channel",
+    metavar="C",
+    default=None,
+    help="its channel (default: the export's own, else default)",
+)
 def import_context(args: argparse.Namespace) -> int:
     """Read a context JSON (seed 001's shape) into a new conversation; print its id."""
     from ...conversations import Conversations
-    from ..transfer import read_context
+    from ..transfer import import_channel, read_context
 
     data = read_context(args.file)
+    channel = import_channel(data, args.channel)
     with opened(args) as (_, store):
-        conversation = Conversations(store).import_context(data, channel=args.channel)
+        conversation = Conversations(store).import_context(data, channel=channel)
     print(conversation.id)
     return ExitCode.OK

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING
 
 from ...errors import ExitCode
-from ..common import dumps, home_of, opened, print_json
+from ..common import dumps, home_of, one_line, opened, print_json
+from ..output import short
 from ..parser import Commands, command, number, option
 
 if TYPE_CHECKING:
     from ...db.events import Event
+    from ...db.store import Store
 
 FOLLOW_POLL_SECONDS = 0.2
 
@@ -51,51 +54,81 @@ def events(args: argparse.Namespace) -> int:
         log = EventLog(store)
         last_id = log.latest_id()
         past = log.last(args.limit, conversation=conversation, task=task) if args.limit > 0 else []
-        last_id = _print_events(past, last_id, as_json=args.json)
+        last_id = _print_events(store, past, last_id, as_json=args.json)
         while args.follow and not captured.stop.wait(FOLLOW_POLL_SECONDS):
             batch = log.since(last_id, conversation=conversation, task=task)
-            last_id = _print_events(batch, last_id, as_json=args.json)
+            last_id = _print_events(store, batch, last_id, as_json=args.json)
     return captured.exit_code()
 
 
-def _print_events(batch: list[Event], last_id: int, *, as_json: bool) -> int:
+def _print_events(store: Store, batch: list[Event], last_id: int, *, as_json: bool) -> int:
     """Print ``batch``; returns the highest event id printed so far."""
     from ..render import event_line
 
+    texts = {} if as_json else _texts(store, batch)
     for event in batch:
-        line = dumps(event.as_dict(), indent=None) if as_json else event_line(event)
+        if as_json:
+            line = dumps(event.as_dict(), indent=None)
+        else:
+            line = event_line(event, texts.get(event.id or 0))
         print(line, flush=True)
         last_id = max(last_id, event.id or 0)
     return last_id
 
 
-@command("plugins", "list plugins, their hooks and tools")
+def _texts(store: Store, batch: list[Event]) -> dict[int, str]:
+    """The text behind each event that has one, by event id: a stored message's (the person's
+    words, the agent's), and an agent turn's, for a preview."""
+    from ...db.tasks import Tasks
+
+    messages: dict[tuple[str, int], dict[int, str]] = {}
+    turns: dict[str, dict[int, str]] = {}
+    texts: dict[int, str] = {}
+    for event in batch:
+        data = event.data
+        if event.type == "message_stored" and event.conversation and event.turn is not None:
+            place = (event.conversation, event.turn)
+            if place not in messages:
+                stored = store.messages(event.conversation, turn=event.turn)
+                messages[place] = {m.id: m.text for m in stored}
+            stored_id = data.get("stored_id")
+            text = messages[place].get(stored_id) if isinstance(stored_id, int) else None
+        elif event.type == "agent_turn_finished" and isinstance(data.get("task"), str):
+            if data["task"] not in turns:
+                turns[data["task"]] = {t.index: t.text for t in Tasks(store).turns(data["task"])}
+            number = data.get("agent_turn")
+            text = turns[data["task"]].get(number - 1) if isinstance(number, int) else None
+        else:
+            continue
+        if text and event.id is not None:
+            texts[event.id] = text
+    return texts
+
+
+@command("plugins", "list plugins, their hooks and tools (a running daemon's, beside the disk)")
 @option("--json", action="store_true", help="a JSON list")
 def plugins(args: argparse.Namespace) -> int:
-    from ...app import App
+    """The plugins on disk; with a daemon running, the ones it has loaded, each marked where
+    the disk now differs (``loaded``, ``on_disk``, ``changed`` in the JSON)."""
+    from ...daemon.loaded import beside_disk, plugin_listing
+    from ...daemon.state import recorded
+    from ..render import loaded_footer, loaded_mark
 
-    app = App.load(home_of(args))
-    listing: list[dict[str, Any]] = []
-    for info in app.plugins.info.values():
-        listing.append(
-            {
-                "name": info.name,
-                "source": info.source,
-                "location": info.location,
-                "hooks": app.plugins.hook_names(info.name),
-                "tools": [
-                    {"name": t.name, "description": t.summary, "idempotent": t.idempotent}
-                    for t in app.tools
-                    if t.plugin == info.name
-                ],
-            }
-        )
+    home = home_of(args)
+    listing = beside_disk(home, recorded(home, "plugins"), plugin_listing)
+    if listing.disk_error:
+        print(f"smarthole: {listing.disk_error} (the next start would fail)", file=sys.stderr)
     if args.json:
-        print_json(listing)
+        print_json(listing.entries)
         return ExitCode.OK
-    for plugin in listing:
-        print(f"{plugin['name']}  ({plugin['source']}: {plugin['location']})")
+    if listing.from_daemon:
+        print("As loaded by the running daemon:")
+    for plugin in listing.entries:
+        where = f"({one_line(plugin['source'])}: {one_line(plugin['location'])})"
+        print(f"{one_line(plugin['name'])}  {where}{loaded_mark(plugin)}")
         print(f"  hooks: {', '.join(plugin['hooks']) or '-'}")
         for tool in plugin["tools"]:
-            print(f"  tool {tool['name']}: {tool['description']}")
+            print(f"  tool {one_line(tool['name'])}: {short(tool['description'], 200)}")
+    for line in loaded_footer(listing.entries):
+        print(line)
     return ExitCode.OK

@@ -17,11 +17,11 @@ def register(commands: Commands) -> None:
     servers.add(mcp_call)
 
 
-@command("list", "each MCP server, its state and its tools")
+@command("list", "each MCP server, its state and its tools (a running daemon's, if one runs)")
 @option("--json", action="store_true", help="one JSON array")
 def mcp_list(args: argparse.Namespace) -> int:
     from ..mcp import server_views
-    from ..render import server_lines
+    from ..render import loaded_footer, server_lines
 
     views = server_views(home_of(args))
     if args.json:
@@ -29,7 +29,9 @@ def mcp_list(args: argparse.Namespace) -> int:
     elif not views:
         print("No MCP servers in config.toml (add a [mcp.servers.<name>] table).")
     else:
-        print("\n".join(server_lines(views, tools=True)))
+        if any("loaded" in view for view in views):
+            print("As started by the running daemon:")
+        print("\n".join(server_lines(views, tools=True) + loaded_footer(views)))
     return ExitCode.OK
 
 
