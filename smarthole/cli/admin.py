@@ -67,6 +67,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
     report["warnings"] = home_warnings(home)
     report["desktop"] = desktop_bridge(home, store, running=pid is not None)
     report["mcp"] = mcp_servers(store, running=pid is not None)
+    report["web"] = web_view(home)
     report["usage"] = usage_today(store)
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report
@@ -100,6 +101,20 @@ def config_error(home: Home) -> str | None:
     except ConfigError as exc:
         return str(exc)
     return None
+
+
+def web_view(home: Home) -> dict[str, Any]:
+    """``[web]``: whether ``smarthole run`` serves the view, and its URL (never the token)."""
+    from ..config import WebViewSettings, load_config
+    from ..errors import ConfigError
+    from ..web.settings import base_url
+
+    try:
+        settings = load_config(home).web
+    except ConfigError:  # status must still work; config_error says why
+        settings = WebViewSettings()
+    url = base_url(settings.host, settings.port) if settings.enabled else None
+    return {"enabled": settings.enabled, "url": url}
 
 
 def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]:

@@ -259,6 +259,11 @@ def status_text(report: dict[str, Any]) -> str:
     lines += [f"warning: {warning}" for warning in report["warnings"]]
     if "desktop" in report:
         lines.append(_desktop_line(report["desktop"]))
+    if report.get("web", {}).get("enabled"):
+        lines.append(
+            f"web view: {report['web']['url']} (smarthole run serves it; the link with"
+            " its token is in the daemon's output)"
+        )
     if "usage" in report:
         from .usage import usage_line
 

@@ -27,6 +27,7 @@ from .settings import (
     PluginSettings,
     RetrySettings,
     TitleSettings,
+    WebViewSettings,
     WorkspaceSettings,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "PluginSettings",
     "RetrySettings",
     "TitleSettings",
+    "WebViewSettings",
     "WorkspaceSettings",
     "build_settings",
     "default_config_data",

@@ -65,3 +65,18 @@ def test_run_with_the_web_table_serves_the_view_beside_the_daemon(home, env, dae
         raise AssertionError("the view outlived the daemon")
     except urllib.error.URLError:
         pass  # stopped with it
+
+
+def test_status_shows_the_web_views_url_without_its_token(home, capsys):
+    import json
+
+    from smarthole.cli import main
+    from tests.helpers import write_config
+
+    write_config(home, web={"enabled": True, "port": 8471})
+    assert main(["status", "--json", "--home", str(home)]) == 3  # no daemon
+    report = json.loads(capsys.readouterr().out)
+    assert report["web"] == {"enabled": True, "url": "http://127.0.0.1:8471"}
+    main(["status", "--home", str(home)])
+    out = capsys.readouterr().out
+    assert "web view: http://127.0.0.1:8471 " in out and "?token=" not in out
