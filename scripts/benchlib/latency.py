@@ -8,6 +8,8 @@ import os
 import random
 import sqlite3
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -236,12 +238,13 @@ def backlog_rows(
                 poll_until(lambda: LET_GO in log.read_text(), rest_timeout, interval=0.5)
                 rss_rest = rss_mib(process.pid)
     order = channel_order(home.database)
-    ready = []
+    ready, sdk_import = [], []
     for run in range(ready_runs):
         empty = make_home(root / f"empty-{run}")
         spawned = time.perf_counter()
         with daemon(empty, url) as process:
             ready.append(wait_ready(empty, process) - spawned)
+        sdk_import.append(import_seconds("anthropic"))  # in turn: a drift hits both alike
     detail = {
         "files": count,
         "channels": channels,
@@ -253,6 +256,7 @@ def backlog_rows(
         "rss_at_rest_mib": rss_rest,
         "order": order,
         "ready_empty_runs_s": ready,
+        "import_anthropic_runs_s": sdk_import,
     }
     done = "all drained" if drained else f"{order['turns']:,} of {count:,} begun in time"
     return [
@@ -267,6 +271,16 @@ def backlog_rows(
             detail=detail,
         ),
         Row(
+            "spawn -> ready, empty inbox",
+            statistics.median(ready),
+            "s",
+            statistics.median(sdk_import),
+            "python -c 'import anthropic' alone",
+            goal="<= baseline + 0.15 s",
+            max_value=statistics.median(sdk_import) + 0.15,
+            detail={"ready_runs_s": ready, "import_runs_s": sdk_import},
+        ),
+        Row(
             "backlog drains in per-channel order (violations)",
             float(order["violations"]),
             "",
@@ -275,3 +289,10 @@ def backlog_rows(
             detail={**order, "drained_s": drained},
         ),
     ]
+
+
+def import_seconds(module: str) -> float:
+    """Spawn -> exit of a Python that imports ``module`` and nothing else."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+    return time.perf_counter() - started
