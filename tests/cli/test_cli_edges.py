@@ -363,3 +363,22 @@ def test_numbers_in_range_are_taken(home, capsys):
     assert main(["events", "--limit", "0", "--home", str(home)]) == 0
     assert main(["conversations", "--limit", "1", "--home", str(home)]) == 0
     assert capsys.readouterr().out == "No conversations yet.\n"
+
+
+def test_a_ctrl_c_while_the_cli_is_still_loading_exits_130_quietly(monkeypatch, capsys):
+    """The ``smarthole`` command guards the import of the CLI itself: Ctrl-C can land there."""
+    import importlib.abc
+
+    from smarthole.__main__ import run
+
+    class Interrupting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "smarthole.cli":
+                raise KeyboardInterrupt
+            return None
+
+    for name in [m for m in sys.modules if m == "smarthole.cli" or m.startswith("smarthole.cli.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    assert run() == 130
+    assert capsys.readouterr().err == "\n"

@@ -404,7 +404,7 @@ def test_ctrl_c_while_chat_starts_exits_130_quietly(home, env, tmp_path, when):
         if when == "while-its-daemon-starts":
             wait_for(started.exists, 30, "the daemon's start-up")
         chat.interrupt()
-        assert chat.process.wait(timeout=20) == 130
+        assert chat.process.wait(timeout=20) == 130, chat.stderr()
     finally:
         chat.close()
     assert not any(word in chat.stderr() for word in QUIET), chat.stderr()
