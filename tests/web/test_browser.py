@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from smarthole.testing import hold, text, tool_use
-from tests.helpers import REPO, db, drop, finals, run_once, write_config
+from tests.helpers import REPO, db, drop, run_once, write_config
 
 from .conftest import TEAM
 from .support import WebProcess, counts, event_ids, free_port, script_team, wait_until
@@ -47,6 +48,36 @@ def still_same_page(page: Page) -> bool:
     return page.evaluate("window.smartholeTestMarker") == "same page"
 
 
+def turn_end(home: Path, message_id: str) -> int | None:
+    """The id of the event that ended the turn of ``message_id``, once there is one."""
+    connection = db(home)
+    try:
+        row = connection.execute(
+            "SELECT id FROM events WHERE message_id = ? AND type = 'turn_completed'",
+            (message_id,),
+        ).fetchone()
+        return row["id"] if row else None
+    finally:
+        connection.close()
+
+
+def answer_sends_after_their_turns(page: Page, home: Path) -> None:
+    """From here on the page has the answer to a send only once its socket has brought every
+    event of the turn the message started: the order a busy machine may give them."""
+
+    def late(route: Route) -> None:
+        response = route.fetch()
+        last = wait_until(lambda: turn_end(home, response.json()["id"]), "the turn's end")
+        page.wait_for_function(
+            "last => Number(document.querySelector('[data-testid=connection-status]')"
+            ".dataset.lastEvent) >= last",
+            arg=last,
+        )
+        route.fulfill(response=response)
+
+    page.route("**/api/messages", late)
+
+
 def test_a_message_from_the_composer_is_answered_without_a_reload(
     page, team_home, fake, live_daemon, web
 ):
@@ -70,6 +101,33 @@ def test_a_message_from_the_composer_is_answered_without_a_reload(
         assert still_same_page(page)
     finally:
         release.set()
+
+
+def test_a_new_conversation_is_shown_when_its_events_come_before_the_answer_to_the_send(
+    page, team_home, fake, live_daemon, web
+):
+    fake.add(text("A quick answer."), entry_agent=True)
+    open_view(page, web.link, "/new")
+    answer_sends_after_their_turns(page, team_home)
+    send(page, "Hi there")
+    page.wait_for_url(re.compile(r"/c/[0-9a-f]+$"))
+    expect(agent_messages(page).locator(".body")).to_have_text(["A quick answer."])
+
+
+def test_the_composer_is_free_again_when_the_turn_ends_before_the_answer_to_the_send(
+    page, team_home, fake, live_daemon, web
+):
+    fake.add(text("First answer."), entry_agent=True)
+    fake.add(text("Second answer."), entry_agent=True)
+    start_conversation(page, web.link, "Hi there")
+    expect(agent_messages(page)).to_have_count(1)
+    answer_sends_after_their_turns(page, team_home)
+    send(page, "And again")
+    expect(agent_messages(page).nth(1)).to_contain_text("Second answer.")
+    expect(page.get_by_test_id("composer-note")).to_have_text("")
+    expect(page.get_by_test_id("composer")).to_be_enabled()
+    expect(page.get_by_test_id("send")).to_be_enabled()
+    assert still_same_page(page)
 
 
 def test_the_team_works_in_the_right_pane_only_and_it_clears_on_the_next_turn(
@@ -221,7 +279,8 @@ def test_the_daemon_killed_and_the_server_gone_while_a_page_is_open(
         server.kill()
         expect(page.get_by_test_id("connection-status")).to_have_text("disconnected")
         drop(team_home, "three", "m3", conversation=cid)
-        wait_until(lambda: len(finals(team_home)) == 3, "the third reply")
+        # its reply is written before the commit with its turn's last event: wait for that
+        wait_until(lambda: turn_end(team_home, "m3"), "the third turn's end")
         server = WebProcess(team_home, port, env)
         status = page.get_by_test_id("connection-status")
         expect(status).to_have_text("connected")

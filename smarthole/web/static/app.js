@@ -147,6 +147,7 @@ function conversationPage() {
   let teamTurn = main.dataset.teamTurn; // "": follow the current turn
   let fromTurn = Infinity; // the earliest human turn an event touched since the last refresh
   let pending = null; // the id of the message sent from here, until its turn ends
+  let arrived = null; // while a send waits for its answer: the events that came meanwhile
 
   const updateComposer = () => {
     const busy = main.dataset.state === "running" || pending !== null;
@@ -180,24 +181,31 @@ function conversationPage() {
     apply(await getJSON(`/c/${id}/live?from_turn=${since}&turn=${teamTurn}`));
   });
 
-  const onEvent = (event) => {
-    if (pending !== null && event.message_id === pending) {
-      if (!id && event.conversation) {
-        pending = null; // the new conversation exists: show it (once)
-        location.assign(`/c/${event.conversation}`);
-        return;
-      }
-      if (event.type === "message_rejected") {
-        note.textContent = `Not sent: ${event.reason}`;
-        pending = null;
-      } else if (["turn_completed", "turn_failed", "duplicate_skipped"].includes(event.type)) {
-        note.textContent = "";
-        pending = null;
-      } else if (event.type === "turn_started") {
-        note.textContent = "";
-      }
-      updateComposer();
+  // What an event of the message sent from here says about it.
+  const track = (event) => {
+    if (pending === null || event.message_id !== pending) return;
+    if (!id && event.conversation) {
+      pending = null; // the new conversation exists: show it (once)
+      location.assign(`/c/${event.conversation}`);
+      return;
     }
+    if (event.type === "message_rejected") {
+      note.textContent = `Not sent: ${event.reason}`;
+      pending = null;
+    } else if (["turn_completed", "turn_failed", "duplicate_skipped"].includes(event.type)) {
+      note.textContent = "";
+      pending = null;
+    } else if (event.type === "turn_started") {
+      note.textContent = "";
+    }
+    updateComposer();
+  };
+
+  const onEvent = (event) => {
+    // The daemon may take the message, and its events reach this page, before the answer
+    // that names it: they are kept until then (every event comes once, in order).
+    if (arrived !== null && event.message_id) arrived.push(event);
+    track(event);
     if (id && event.conversation === id) {
       fromTurn = Math.min(fromTurn, event.turn ?? Number(main.dataset.turn || 1));
       refresh();
@@ -212,13 +220,17 @@ function conversationPage() {
       ? { text, conversation: id }
       : { text, channel: main.dataset.channel || null, new_conversation: true };
     composer.disabled = send.disabled = true;
+    arrived = [];
     try {
       const answer = await postJSON("/api/messages", body);
       pending = answer.id;
       composer.value = "";
       note.textContent = "Sent; waiting for the daemon to take it…";
+      for (const event of arrived) track(event);
     } catch (error) {
       note.textContent = `Not sent: ${error.message}`;
+    } finally {
+      arrived = null;
     }
     updateComposer();
   });
