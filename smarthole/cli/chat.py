@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExitCode
 from ..home import Home
-from .common import daemon_pid, one_line, preflight, starting
+from .common import daemon_pid, one_line, preflight
 from .output import VisibleOutput
 
 if TYPE_CHECKING:
@@ -42,51 +42,20 @@ DIM, PLAIN = "\x1b[2m", "\x1b[0m"
 STOPPING_NOTICE_AFTER = 0.5  # seconds a stop may take before the chat says what it waits for
 
 
-def talk(
-    home: Home, store: Store, channel: str, conversation_id: str | None, *, timeout: float
-) -> int:
-    """Chat on ``channel`` until end of input; returns the exit code.
+@contextlib.contextmanager
+def chat_daemon(home: Home) -> Iterator[InProcessDaemon | None]:
+    """The daemon a chat talks to: None when one runs for ``home``, else one in this process
+    (and a line that says so) until the block ends.
 
-    With no daemon running for ``home``, one runs in this process for the chat's length.
+    Entered inside :func:`~smarthole.cli.common.starting`: loading the SDK takes seconds, and
+    the modules the chat itself needs are imported here too, so that a Ctrl-C after start-up
+    never lands in an import (see ``starting``).
     """
-    from .mailbox import ChatSession
-
-    with starting():  # loading the SDK takes seconds; a Ctrl-C meanwhile ends quietly
-        local_daemon = _start_local_daemon(home)
-    try:
-        interactive = sys.stdin.isatty()
-        if interactive:
-            where = f"conversation {conversation_id}" if conversation_id else "a new conversation"
-            print(
-                f"Chatting in {where} on channel {one_line(channel)}. Ctrl-D quits; "
-                "Ctrl-C stops waiting for a reply."
-            )
-        raw = sys.stdout.stream if isinstance(sys.stdout, VisibleOutput) else sys.stdout
-        with _line_reader(home, raw, interactive) as reader:
-            session = ChatSession(
-                home=home,
-                store=store,
-                channel=channel,
-                conversation_id=conversation_id,
-                reader=reader,
-                out=sys.stdout,
-                timeout=timeout,
-                stop=threading.Event(),
-                err=sys.stderr,
-                show_tool=_tool_lines(raw),
-            )
-            return _talk(session, local_daemon)
-    finally:
-        if local_daemon is not None:
-            _stop_local_daemon(local_daemon)
-
-
-def _start_local_daemon(home: Home) -> InProcessDaemon | None:
-    """A daemon in this process when none runs for ``home`` (and the line that says so)."""
     from .mailbox import InProcessDaemon
 
     if daemon_pid(home) is not None:
-        return None
+        yield None
+        return
     config = preflight(home)  # the same one-line error `run` gives, before anything starts
     print(
         "No daemon is running for this home, so this chat runs one itself until it ends "
@@ -95,7 +64,49 @@ def _start_local_daemon(home: Home) -> InProcessDaemon | None:
     )
     local_daemon = InProcessDaemon(home, grace=config.daemon.shutdown_grace_seconds)
     local_daemon.start()
-    return local_daemon
+    try:
+        yield local_daemon
+    finally:
+        _stop_local_daemon(local_daemon)
+
+
+def talk(
+    home: Home,
+    store: Store,
+    channel: str,
+    conversation_id: str | None,
+    local_daemon: InProcessDaemon | None,
+    *,
+    timeout: float,
+) -> int:
+    """Chat on ``channel`` until end of input; returns the exit code.
+
+    ``local_daemon`` is the daemon :func:`chat_daemon` runs in this process, if it runs one.
+    """
+    from .mailbox import ChatSession
+
+    interactive = sys.stdin.isatty()
+    if interactive:
+        where = f"conversation {conversation_id}" if conversation_id else "a new conversation"
+        print(
+            f"Chatting in {where} on channel {one_line(channel)}. Ctrl-D quits; "
+            "Ctrl-C stops waiting for a reply."
+        )
+    raw = sys.stdout.stream if isinstance(sys.stdout, VisibleOutput) else sys.stdout
+    with _line_reader(home, raw, interactive) as reader:
+        session = ChatSession(
+            home=home,
+            store=store,
+            channel=channel,
+            conversation_id=conversation_id,
+            reader=reader,
+            out=sys.stdout,
+            timeout=timeout,
+            stop=threading.Event(),
+            err=sys.stderr,
+            show_tool=_tool_lines(raw),
+        )
+        return _talk(session, local_daemon)
 
 
 def _stop_local_daemon(local_daemon: InProcessDaemon) -> None:

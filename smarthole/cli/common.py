@@ -82,7 +82,7 @@ def run_command(args: argparse.Namespace, home: Home) -> str:
 
 
 @contextlib.contextmanager
-def starting() -> Iterator[None]:
+def starting(first_line: str | None = None) -> Iterator[None]:
     """Start-up, where a Ctrl-C ends the process at once, quietly, with ``INTERRUPTED``.
 
     Start-up imports the SDK and builds its client, which takes seconds on a small machine. A
@@ -90,6 +90,13 @@ def starting() -> Iterator[None]:
     finalizers print tracebacks at exit; so here a Ctrl-C ends the process instead, as a
     second Ctrl-C ends the daemon. Nothing is lost: stored writes are transactions, and a
     daemon still starting survives ending here as it survives a crash.
+
+    ``first_line`` (what a command prints at once, to say it is starting) is printed once the
+    handler is in place, so from the moment it shows, every Ctrl-C ends here. Printed before,
+    a Ctrl-C could land in the imports and store opening that follow, where a
+    ``KeyboardInterrupt`` turns into other errors (a failed rollback, a ``RuntimeError`` from a
+    class being made) or, raised inside an ``exec`` of source (every dataclass's methods are
+    made so), makes CPython kill the process with SIGINT at exit even though ``main`` caught it.
     """
     from ..daemon.signals import INTERRUPT_SIGNALS, capture_signals
 
@@ -100,6 +107,8 @@ def starting() -> Iterator[None]:
         os._exit(ExitCode.INTERRUPTED)
 
     with capture_signals(leave, signals=INTERRUPT_SIGNALS, force_exit=False):
+        if first_line is not None:
+            print(first_line, flush=True)
         yield
 
 

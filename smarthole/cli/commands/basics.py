@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from ...daemon.logs import set_level
 
     home = home_of(args)
-    print(f"Starting smarthole for {one_line(home.root)}...", flush=True)
-    with starting():  # a Ctrl-C while the SDK loads ends quietly; the daemon then owns it
+    # A Ctrl-C from the first line on, while the SDK loads, ends quietly; the daemon then owns it.
+    with starting(f"Starting smarthole for {one_line(home.root)}..."):
         config = preflight(home)
         follow = not (args.log_level or args.verbose)  # the command line wins over [daemon]
         if follow:

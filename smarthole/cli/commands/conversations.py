@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import TYPE_CHECKING
 
 from ...errors import ExitCode, LookupFailed, UsageError
-from ..common import now, opened, print_json, title_line
+from ..common import now, opened, print_json, starting, title_line
 from ..parser import ID_HELP, Commands, bounded, command, number, one_of, option
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def show(args: argparse.Namespace) -> int:
 def resume(args: argparse.Namespace) -> int:
     from ...conversations import Conversations
     from ...db.outbox import OutboxRecord
-    from ..chat import pick, talk
+    from ..chat import chat_daemon, pick, talk
     from ..render import conversation_list, last_exchange
 
     with opened(args) as (home, store):
@@ -98,7 +99,10 @@ def resume(args: argparse.Namespace) -> int:
         said = conversations.export(chosen, OutboxRecord(home, store), entry_agent="agent")
         if said["turns"]:
             print(last_exchange(said["turns"]))
-        return talk(home, store, chosen.channel, chosen.id, timeout=600.0)
+        with contextlib.ExitStack() as stack:
+            with starting():  # loading the SDK takes seconds; a Ctrl-C meanwhile ends quietly
+                local_daemon = stack.enter_context(chat_daemon(home))
+            return talk(home, store, chosen.channel, chosen.id, local_daemon, timeout=600.0)
 
 
 @command("chat", "talk to the agent in this terminal")
@@ -114,12 +118,16 @@ def resume(args: argparse.Namespace) -> int:
 )
 @number("--timeout", 600.0, "SECONDS", "how long to wait for each reply", above=True)
 def chat(args: argparse.Namespace) -> int:
-    print("Starting the chat...", flush=True)  # at once: loading the SDK can take seconds
-    from ..chat import talk
+    # The first line at once (loading the SDK can take seconds); from it until the chat
+    # starts, a Ctrl-C ends quietly.
+    with contextlib.ExitStack() as stack:
+        with starting("Starting the chat..."):
+            from ..chat import chat_daemon, talk
 
-    with opened(args) as (home, store):
-        conversation_id, channel = _chat_target(store, args)
-        return talk(home, store, channel, conversation_id, timeout=args.timeout)
+            home, store = stack.enter_context(opened(args))
+            conversation_id, channel = _chat_target(store, args)
+            local_daemon = stack.enter_context(chat_daemon(home))
+        return talk(home, store, channel, conversation_id, local_daemon, timeout=args.timeout)
 
 
 def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
