@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .fields import did_you_mean
 
 SERVER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 VARIABLE = re.compile(r"\$\{([^}]*)\}")
@@ -159,7 +160,8 @@ def parse_mcp(table: dict[str, Any], errors: list[str]) -> McpSettings:
         elif key == "servers":
             errors.append("[mcp] servers must be a table of [mcp.servers.<name>] tables")
         else:
-            errors.append(f"[mcp] unknown key {key!r}")
+            known = ("timeout_seconds", "start_timeout_seconds", "servers")
+            errors.append(f"[mcp] unknown key {key!r}{did_you_mean(key, known)}")
     return McpSettings(**values, servers=servers)
 
 
@@ -174,7 +176,7 @@ def _parse_server(name: str, table: Any, errors: list[str]) -> McpServerSettings
     before = len(errors)
     for key, value in table.items():
         if key not in _SERVER_KEYS:
-            errors.append(f"{where} unknown key {key!r}")
+            errors.append(f"{where} unknown key {key!r}{did_you_mean(key, _SERVER_KEYS)}")
             continue
         problem = _problem(key, value)
         if problem:

@@ -53,7 +53,10 @@ def test_no_mcp_table_means_no_servers():
         (servers(a={}), "[mcp.servers.a] has neither command nor url"),
         (servers(Files={"command": "x"}), "[mcp.servers.Files] bad server name 'Files'"),
         (servers(**{"a" * 33: {"command": "x"}}), "bad server name"),
-        (servers(a={"command": "x", "comand": "y"}), "[mcp.servers.a] unknown key 'comand'"),
+        (
+            servers(a={"command": "x", "comand": "y"}),
+            "[mcp.servers.a] unknown key 'comand' (did you mean 'command'?)",
+        ),
         (servers(a={"command": "x", "args": "y"}), "[mcp.servers.a] args must be a list"),
         (servers(a={"command": "x", "env": {"A": 1}}), "[mcp.servers.a] env must be a table"),
         (servers(a={"command": "x", "headers": {}}), "[mcp.servers.a] headers does not apply"),
@@ -66,6 +69,10 @@ def test_no_mcp_table_means_no_servers():
         (servers(a={"command": "x", "enabled": "yes"}), "enabled must be true or false"),
         (servers(a={"command": "x", "env": {"A": "${1X}"}}), "env: ${1X} is not a variable"),
         ({"mcp": {"timeout": 3}}, "[mcp] unknown key 'timeout'"),
+        (
+            {"mcp": {"timout_seconds": 3}},
+            "[mcp] unknown key 'timout_seconds' (did you mean 'timeout_seconds'?)",
+        ),
         ({"mcp": {"start_timeout_seconds": -1}}, "[mcp] start_timeout_seconds must be"),
         ({"mcp": {"servers": 3}}, "[mcp] servers must be a table"),
     ],
