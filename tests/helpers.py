@@ -157,3 +157,43 @@ class DaemonProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log_file.close()
+
+
+class Command:
+    """A CLI command as a subprocess: stdin a pipe, its output collected in files (never a
+    full pipe), so a test can read what it said so far."""
+
+    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
+        self.out = tmp_path / f"out-{time.monotonic_ns()}"
+        self.err = self.out.with_suffix(".err")
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "smarthole", *args],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
+
+    def type(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def stdout(self) -> str:
+        return self.out.read_text()
+
+    def stderr(self) -> str:
+        return self.err.read_text()
+
+    def output(self) -> str:
+        return self.stdout() + self.stderr()
+
+    def interrupt(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)

@@ -17,7 +17,16 @@ import pytest
 
 from smarthole.cli import main
 from smarthole.testing import hold, text
-from tests.helpers import db, drop, finals, run_once, smarthole, wait_for, write_config
+from tests.helpers import (
+    Command,
+    db,
+    drop,
+    finals,
+    run_once,
+    smarthole,
+    wait_for,
+    write_config,
+)
 
 
 def one_line(stderr: str) -> str:
@@ -109,31 +118,6 @@ def test_init_on_a_file_is_one_line_and_exit_2(tmp_path, env, where):
 
 
 # -- Ctrl-C exits 130 (item 15) ---------------------------------------------------------------
-
-
-class Command:
-    """A CLI command as a subprocess whose output is collected in files (never a full pipe)."""
-
-    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
-        self.out = tmp_path / f"out-{time.monotonic_ns()}"
-        self.err = self.out.with_suffix(".err")
-        with self.out.open("w") as out, self.err.open("w") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "smarthole", *args],
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=err,
-                text=True,
-            )
-
-    def output(self) -> str:
-        return self.out.read_text() + self.err.read_text()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
 
 
 @pytest.mark.parametrize(

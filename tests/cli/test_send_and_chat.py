@@ -20,45 +20,9 @@ import pytest
 
 from smarthole.testing import drop as dropped_connection
 from smarthole.testing import error, hold, text, tool_use
-from tests.helpers import db, finals, smarthole, wait_for, write_config
+from tests.helpers import Command, db, finals, smarthole, wait_for, write_config
 
 QUIET = ("Traceback", "Exception ignored")  # what a quiet exit never prints
-
-
-class Command:
-    """A CLI command as a subprocess: stdin a pipe, output collected in files."""
-
-    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
-        self.out = tmp_path / f"out-{time.monotonic_ns()}"
-        self.err = self.out.with_suffix(".err")
-        with self.out.open("w") as out, self.err.open("w") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "smarthole", *args],
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=err,
-                text=True,
-            )
-
-    def type(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line)
-        self.process.stdin.flush()
-
-    def stdout(self) -> str:
-        return self.out.read_text()
-
-    def stderr(self) -> str:
-        return self.err.read_text()
-
-    def interrupt(self) -> None:
-        self.process.send_signal(signal.SIGINT)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
 
 
 class Terminal:
