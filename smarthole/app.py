@@ -44,6 +44,9 @@ class App:
         self._settings: dict[str, Any] = {}
         self._declared: dict[str, type] = {}
         self._store: Store | None = None
+        # The composition root that owns this app's parts (``daemon.runtime.Runtime``), set by
+        # it, so a built-in plugin given only ``app`` reaches the same event log and ledger.
+        self.root: object | None = None
 
     @classmethod
     def load(

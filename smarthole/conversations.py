@@ -8,18 +8,21 @@ from __future__ import annotations
 import reprlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .agent.prompts import UNTITLED, UNTITLED_INTERRUPTED
-from .db.events import EventLog, about
-from .db.ledger import Ledger
-from .db.outbox import OutboxRecord
-from .db.pending import PendingQuestions
+from .db.events import about
 from .db.records import Conversation, StoredMessage, unique_match
 from .db.states import ConversationStatus, MessageStatus, OutboxKind, TitleState, TurnStatus
-from .db.store import Store
 from .errors import DocumentError, UsageError
 from .formats import has_control_characters, visible, without_control_characters
+
+if TYPE_CHECKING:
+    from .db.events import EventLog
+    from .db.ledger import Ledger
+    from .db.outbox import OutboxRecord
+    from .db.pending import PendingQuestions
+    from .db.store import Store
 
 HIDE_ENDED_AFTER = timedelta(days=30)
 CONTEXT_ROLES = ("human", "entry_agent")
@@ -67,11 +70,13 @@ class ConversationView:
 class Conversations:
     """Read and manage the conversations of a store."""
 
-    def __init__(self, store: Store, events: EventLog | None = None) -> None:
+    def __init__(
+        self, store: Store, events: EventLog, ledger: Ledger, pending: PendingQuestions
+    ) -> None:
         self.store = store
-        self.events = events or EventLog(store)
-        self.ledger = Ledger(store)
-        self.pending = PendingQuestions(store)
+        self.events = events
+        self.ledger = ledger
+        self.pending = pending
 
     def get(self, wanted: str) -> Conversation:
         """A conversation by full id or unique prefix; ``LookupFailed`` otherwise."""

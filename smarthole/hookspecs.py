@@ -173,7 +173,7 @@ def message_stored(conversation: Conversation, message: StoredMessage) -> None:
 
 
 @hookspec
-def deliver(outbox_item: OutboxItem) -> None:
+def deliver(outbox_item: OutboxItem, app: PluginApp) -> None:
     """An outbox file was durably written; deliver it further (notify, post, sync...).
 
     Called for question and message files as ``send_message`` produces them, and for the final
@@ -183,6 +183,7 @@ def deliver(outbox_item: OutboxItem) -> None:
 
     :param outbox_item: ``id, in_reply_to, conversation, channel, turn, kind,
         waiting_for_reply, text, path, created_at``.
+    :param app: the application that wrote it, as ``startup`` received it.
     """
 
 

@@ -73,7 +73,7 @@ def test_desktop_notify_marks_questions_and_errors_critical(tmp_path, fake_notif
     script, log = fake_notify_send
     app = load(tmp_path, "desktop_notify", {"command": str(script)})
     for kind in ("response", "question", "error"):
-        app.plugins.notify("deliver", outbox_item=item(kind, f"{kind} text"))
+        app.plugins.notify("deliver", outbox_item=item(kind, f"{kind} text"), app=app)
     lines = log.read_text().splitlines()
     assert lines[0].startswith("--urgency=normal|--app-name=smarthole|--|smarthole|response text")
     assert lines[1].startswith("--urgency=critical|") and "smarthole asks" in lines[1]
@@ -93,7 +93,7 @@ def test_desktop_notify_never_reads_the_reply_as_an_option(tmp_path, monkeypatch
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     app = load(tmp_path, "desktop_notify")
-    app.plugins.notify("deliver", outbox_item=item("response", reply))
+    app.plugins.notify("deliver", outbox_item=item("response", reply), app=app)
     (argv,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert argv[-3:] == ["--", "smarthole", reply]
     assert all(arg.startswith("--") for arg in argv[:-3])
@@ -102,15 +102,15 @@ def test_desktop_notify_never_reads_the_reply_as_an_option(tmp_path, monkeypatch
 def test_desktop_notify_only_notifies_chosen_kinds(tmp_path, fake_notify_send):
     script, log = fake_notify_send
     app = load(tmp_path, "desktop_notify", {"command": str(script), "kinds": ["question"]})
-    app.plugins.notify("deliver", outbox_item=item("response"))
-    app.plugins.notify("deliver", outbox_item=item("question"))
+    app.plugins.notify("deliver", outbox_item=item("response"), app=app)
+    app.plugins.notify("deliver", outbox_item=item("question"), app=app)
     assert len(log.read_text().splitlines()) == 1
 
 
 def test_desktop_notify_without_notify_send_does_nothing(tmp_path, caplog):
     caplog.set_level(logging.INFO)
     app = load(tmp_path, "desktop_notify", {"command": "no-such-notifier-xyz"})
-    app.plugins.notify("deliver", outbox_item=item("question"))
+    app.plugins.notify("deliver", outbox_item=item("question"), app=app)
     assert "no-such-notifier-xyz is not installed" in caplog.text
     assert "failed in hook" not in caplog.text
 
@@ -175,7 +175,7 @@ def webhook_threads() -> list[threading.Thread]:
 def test_webhook_posts_each_item_as_json(tmp_path, receiver):
     app = load(tmp_path, "webhook", {"url": receiver.url})
     sent = item("response", "the reply")
-    app.plugins.notify("deliver", outbox_item=sent)
+    app.plugins.notify("deliver", outbox_item=sent, app=app)
     wait_for(lambda: receiver.bodies, 10)
     assert receiver.bodies == [sent.as_dict()]
     app.plugins.notify("shutdown", app=app)
@@ -185,7 +185,7 @@ def test_webhook_posts_each_item_as_json(tmp_path, receiver):
 def test_webhook_retries_failures(tmp_path, receiver):
     receiver.failures = 2
     app = load(tmp_path, "webhook", {"url": receiver.url, "backoff_seconds": 0.01})
-    app.plugins.notify("deliver", outbox_item=item("question"))
+    app.plugins.notify("deliver", outbox_item=item("question"), app=app)
     wait_for(lambda: receiver.bodies, 10)
     assert len(receiver.bodies) == 1 and receiver.failures == 0
     app.plugins.notify("shutdown", app=app)
@@ -195,7 +195,7 @@ def test_webhook_never_blocks_delivery(tmp_path, receiver):
     receiver.gate.clear()
     app = load(tmp_path, "webhook", {"url": receiver.url})
     for n in range(3):
-        app.plugins.notify("deliver", outbox_item=item("message", f"m{n}"))
+        app.plugins.notify("deliver", outbox_item=item("message", f"m{n}"), app=app)
     assert receiver.bodies == []  # all three returned while the server is stalled
     receiver.gate.set()
     wait_for(lambda: len(receiver.bodies) == 3, 10)
@@ -206,7 +206,7 @@ def test_webhook_never_blocks_delivery(tmp_path, receiver):
 def test_webhook_without_url_is_off_and_a_bad_url_stops_startup(tmp_path, caplog):
     caplog.set_level(logging.INFO)
     app = load(tmp_path, "webhook")
-    app.plugins.notify("deliver", outbox_item=item("response"))
+    app.plugins.notify("deliver", outbox_item=item("response"), app=app)
     assert "no [plugins.webhook] url configured" in caplog.text and not webhook_threads()
     with pytest.raises(ConfigError, match=r"\[plugins.webhook\].*http:// or https://"):
         load(tmp_path, "webhook", {"url": "ftp://example.com"})

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from ..backoff import Backoff
 from ..db.events import about
 from ..db.states import TitleState
-from ..db.usage import UsageLog
 from ..errors import ModelError
 from .prompts import (
     SUMMARY_REQUEST,
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from ..db.events import EventLog
     from ..db.records import Conversation
     from ..db.store import Store
+    from ..db.usage import UsageLog
     from .client import ModelClient
 
 logger = logging.getLogger(__name__)
@@ -50,10 +50,16 @@ class Titler:
     """Writes the titles and summaries that are due."""
 
     def __init__(
-        self, store: Store, events: EventLog, client: ModelClient | None, settings: TitleSettings
+        self,
+        store: Store,
+        events: EventLog,
+        client: ModelClient | None,
+        settings: TitleSettings,
+        usage: UsageLog,
     ) -> None:
         self.store = store
         self.events = events
+        self.usage = usage
         self.client = client if settings.enabled else None
         self.settings = settings
         self._lock = threading.Lock()
@@ -190,7 +196,7 @@ class Titler:
             return None
         self._backoff.succeeded(key)
         # Its own commit: a title or summary has no stored reply to share a transaction with.
-        UsageLog(self.store).record(
+        self.usage.record(
             reply.usage,
             purpose=what,
             model=reply.model,

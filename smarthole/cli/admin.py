@@ -10,10 +10,8 @@ import contextlib
 import logging
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..db.ledger import Ledger, LedgerEntry
-from ..db.pending import PendingQuestions
 from ..db.records import unique_match
 from ..db.states import MessageStatus
 from ..db.store import Store
@@ -24,6 +22,10 @@ from ..teams.control import running_tasks
 from .common import daemon_pid
 from .health import health_fields, stranded_claims
 from .usage import usage_today
+
+if TYPE_CHECKING:
+    from ..daemon.runtime import Runtime
+    from ..db.ledger import Ledger, LedgerEntry
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +40,8 @@ def wake_daemon(home: Home) -> None:
         path.unlink()
 
 
-def status_report(home: Home, store: Store) -> dict[str, Any]:
-    ledger = Ledger(store)
+def status_report(root: Runtime) -> dict[str, Any]:
+    home, store, ledger = root.home, root.store, root.ledger
     pid = daemon_pid(home)
     report: dict[str, Any] = {"running": pid is not None, "pid": pid or None}
     for status in (MessageStatus.QUEUED, MessageStatus.IN_PROGRESS, MessageStatus.DEFERRED):
@@ -48,7 +50,7 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
 
     report["stranded"] = read_stranded(home)
     # Checked against the folder itself: the daemon cannot rewrite its report on a full disk.
-    report["stranded"] = stranded_claims(home, store, report)
+    report["stranded"] = stranded_claims(home, store, ledger, report)
     report["duplicates_skipped"] = ledger.duplicates_skipped()
     report["failed"] = _failed(home, ledger)
     report["waiting"] = [
@@ -59,16 +61,16 @@ def status_report(home: Home, store: Store) -> dict[str, Any]:
             "asked_at": iso(q.created_at),
             "message_id": q.original_message_id,
         }
-        for q in PendingQuestions(store).all()
+        for q in root.pending.all()
     ]
-    report["tasks"] = running_tasks(store)
+    report["tasks"] = running_tasks(root.tasks)
     report["inbox_waiting"] = inbox_waiting(home)
     report["config_error"] = config_error(home)
     report["warnings"] = home_warnings(home)
     report["desktop"] = desktop_bridge(home, store, running=pid is not None)
     report["mcp"] = mcp_servers(store, running=pid is not None)
     report["web"] = web_view(home)
-    report["usage"] = usage_today(store)
+    report["usage"] = usage_today(root)
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report
 
@@ -201,13 +203,13 @@ def _channel(store: Store, conversation_id: str) -> str | None:
     return conversation.channel if conversation else None
 
 
-def retry(home: Home, store: Store, wanted: list[str] | None) -> list[tuple[str, str]]:
+def retry(root: Runtime, wanted: list[str] | None) -> list[tuple[str, str]]:
     """Deferred messages become due now; dead ones go back into the inbox, attempts reset.
 
     ``wanted`` holds ids or unique prefixes; None means every deferred and dead message.
     Returns ``(message id, what was done)`` pairs.
     """
-    ledger = Ledger(store)
+    home, ledger = root.home, root.ledger
     if wanted is None:
         entries = ledger.by_status(MessageStatus.DEFERRED, MessageStatus.DEAD)
     else:

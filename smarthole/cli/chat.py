@@ -29,7 +29,7 @@ from .common import daemon_pid, one_line, preflight
 from .output import VisibleOutput
 
 if TYPE_CHECKING:
-    from ..db.store import Store
+    from ..daemon.runtime import Runtime
     from .mailbox import ChatSession, InProcessDaemon
 
 logger = logging.getLogger(__name__)
@@ -71,8 +71,7 @@ def chat_daemon(home: Home) -> Iterator[InProcessDaemon | None]:
 
 
 def talk(
-    home: Home,
-    store: Store,
+    root: Runtime,
     channel: str,
     conversation_id: str | None,
     local_daemon: InProcessDaemon | None,
@@ -93,10 +92,9 @@ def talk(
             "Ctrl-C stops waiting for a reply."
         )
     raw = sys.stdout.stream if isinstance(sys.stdout, VisibleOutput) else sys.stdout
-    with _line_reader(home, raw, interactive) as reader:
+    with _line_reader(root.home, raw, interactive) as reader:
         session = ChatSession(
-            home=home,
-            store=store,
+            root=root,
             channel=channel,
             conversation_id=conversation_id,
             reader=reader,
@@ -172,11 +170,9 @@ def _interrupted(session: ChatSession, local_daemon: InProcessDaemon | None) -> 
 
 def _mark_untitled(session: ChatSession) -> None:
     """A chat that ended (not one still waiting for a reply) before it got a title."""
-    from ..conversations import Conversations
-
     conversation_id = session.current_conversation()
     if conversation_id:
-        Conversations(session.store).mark_interrupted_untitled(conversation_id)
+        session.root.conversations.mark_interrupted_untitled(conversation_id)
 
 
 def _tool_lines(raw: TextIO) -> Callable[[str], None] | None:

@@ -1,7 +1,11 @@
-"""What the commands share: the home and its store, the clock, the start-up check, labels.
+"""What the commands share: the home and its composition root, the clock, the start-up check,
+labels.
 
-Imported to build the parser, so everything heavy (the store, the model client) is imported
-inside the functions that need it. Writing for the terminal and JSON is ``output``'s; the
+A command gets the home's parts (the store, the event log, the ledger, conversations, ...) from
+one place, :func:`rooted`: the same composition root the daemon uses
+(``daemon.runtime.Runtime``), which builds each part on first use and is closed when the block
+ends. Imported to build the parser, so everything heavy (the store, the model client) is
+imported inside the functions that need it. Writing for the terminal and JSON is ``output``'s; the
 names commands use are re-exported here.
 """
 
@@ -22,7 +26,7 @@ from .output import dumps, one_line, print_json
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..db.store import Store
+    from ..daemon.runtime import Runtime
 
 __all__ = [
     "daemon_pid",
@@ -30,10 +34,9 @@ __all__ = [
     "home_of",
     "now",
     "one_line",
-    "open_store",
-    "opened",
     "preflight",
     "print_json",
+    "rooted",
     "run_command",
     "starting",
     "title_line",
@@ -50,23 +53,17 @@ def home_of(args: argparse.Namespace, *, must_exist: bool = True) -> Home:
     return home
 
 
-def open_store(home: Home) -> Store:
-    from ..db.store import Store
-    from ..formats import utc_now
-
-    home.state.mkdir(parents=True, exist_ok=True)
-    return Store.open(home.database, clock=utc_now)
-
-
 @contextlib.contextmanager
-def opened(args: argparse.Namespace) -> Iterator[tuple[Home, Store]]:
-    """The home named by ``args`` and its database, closed again when the block ends."""
-    home = home_of(args)
-    store = open_store(home)
+def rooted(args: argparse.Namespace | Home) -> Iterator[Runtime]:
+    """The composition root of the home named by ``args`` (or of that home), its parts built
+    on first use; what it opened is closed when the block ends. ``root.home`` is the home."""
+    from ..daemon.runtime import Runtime
+
+    root = Runtime.for_home(args if isinstance(args, Home) else home_of(args))
     try:
-        yield home, store
+        yield root
     finally:
-        store.close()
+        root.close()
 
 
 def daemon_pid(home: Home) -> int | None:
@@ -120,14 +117,9 @@ def now() -> datetime:
 
 def preflight(home: Home) -> Config:
     """Fail before anything starts if the config is bad or there is no API key."""
-    import os
-
-    from ..agent.client import ModelClient
-    from ..config import load_config
-
-    config = load_config(home)
-    ModelClient.from_environment(config.model, os.environ).close()
-    return config
+    with rooted(home) as root:
+        root.client  # noqa: B018 -- made to be checked, and closed with the root
+        return root.config
 
 
 def title_line(title: str | None) -> str:

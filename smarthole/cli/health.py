@@ -21,6 +21,7 @@ from ..formats import display_name, iso, parse_time
 from ..home import Home
 
 if TYPE_CHECKING:
+    from ..db.ledger import Ledger
     from ..db.store import Store
 
 UNANSWERED = ("queued", "in_progress")  # waiting for a turn now, not scheduled for later
@@ -89,18 +90,19 @@ def _locked_at(home: Home) -> datetime | None:
         return None
 
 
-def stranded_claims(home: Home, store: Store, report: dict[str, Any]) -> list[dict[str, Any]]:
+def stranded_claims(
+    home: Home, store: Store, ledger: Ledger, report: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The stranded claims as the claimed folder and the ledger show them.
 
     The daemon's own report (attempts, last error) is kept for each file still unowned; a
     file it could not report (``stranded.json`` is on the same full disk) is added once its
     claim is old enough not to be one the daemon is recording right now.
     """
-    from ..db.ledger import Ledger
     from ..pipeline.inbox import original_name
     from ..pipeline.stranded import CLAIM_SETTLE_SECONDS, unowned_claims
 
-    unowned = {path.name: (path, since) for path, since in unowned_claims(home, Ledger(store))}
+    unowned = {path.name: (path, since) for path, since in unowned_claims(home, ledger)}
     items = [item for item in report["stranded"] if Path(item["file"]).name in unowned]
     reported = {Path(item["file"]).name for item in items}
     settled = store.clock() - timedelta(seconds=CLAIM_SETTLE_SECONDS)

@@ -17,16 +17,19 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from ..db.events import EventLog
-from ..db.outbox import OutboxItem, OutboxRecord
-from ..db.store import Store
+from ..db.outbox import OutboxItem
 from ..errors import DaemonError
 from ..formats import parse_time, utc_now
 from ..home import Home
 from ..pipeline.inbox import drop_message
 from .output import body, one_line, short
+
+if TYPE_CHECKING:
+    from ..daemon.runtime import Runtime
+    from ..db.events import EventLog
+    from ..db.outbox import OutboxRecord
 
 logger = logging.getLogger(__name__)
 
@@ -88,11 +91,10 @@ def retry_line(retrying: Retrying, now: datetime) -> str:
 class Mailbox:
     """Drops messages into a home's inbox and follows them to their replies."""
 
-    def __init__(self, home: Home, store: Store) -> None:
+    def __init__(self, home: Home, outbox: OutboxRecord, events: EventLog) -> None:
         self.home = home
-        self.store = store
-        self._outbox = OutboxRecord(home, store)
-        self._events = EventLog(store)
+        self._outbox = outbox
+        self._events = events
         self._sent_after: dict[str, int] = {}  # message id: the last event before it was sent
 
     def send(
@@ -177,8 +179,7 @@ class ChatSession:
     message whose reply is awaited, if any: a Ctrl-C that ends the chat leaves it there.
     """
 
-    home: Home
-    store: Store
+    root: Runtime
     channel: str
     conversation_id: str | None
     reader: Callable[[], str | None]
@@ -194,12 +195,12 @@ class ChatSession:
     def current_conversation(self) -> str | None:
         """The conversation of this chat, once its first message has a turn."""
         if self.conversation_id is None and self.last_message_id is not None:
-            turn = self.store.turn_for_message(self.last_message_id)
+            turn = self.root.store.turn_for_message(self.last_message_id)
             self.conversation_id = turn.conversation_id if turn else None
         return self.conversation_id
 
     def run(self) -> None:
-        mailbox = Mailbox(self.home, self.store)
+        mailbox = Mailbox(self.root.home, self.root.outbox_record, self.root.events)
         while not self.stop.is_set():
             line = self.reader()
             if line is None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DocumentError, ExitCode, LookupFailed, UsageError
 from ..formats import loads_json
-from .common import daemon_pid, open_store
+from .common import daemon_pid, rooted
 from .render import server_lines
 
 if TYPE_CHECKING:
@@ -66,11 +66,8 @@ def _running_views(home: Home) -> list[dict[str, Any]]:
     """A running daemon's servers as it recorded them."""
     from ..mcpservers import recorded_views
 
-    store = open_store(home)
-    try:
-        return recorded_views(store.plugin_data("mcp"))
-    finally:
-        store.close()
+    with rooted(home) as root:
+        return recorded_views(root.store.plugin_data("mcp"))
 
 
 def _beside_config(home: Home, views: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ from .common import daemon_pid
 from .output import one_line, print_json, short
 
 if TYPE_CHECKING:
-    from ..db.store import Store
+    from ..daemon.runtime import Runtime
+    from ..db.tasks import Tasks
     from ..home import Home
 
 
@@ -42,12 +43,10 @@ def print_agents(home: Home, *, as_json: bool) -> None:
         print(line)
 
 
-def print_tasks(store: Store, *, everything: bool, as_json: bool) -> None:
+def print_tasks(table: Tasks, *, everything: bool, as_json: bool) -> None:
     """Running tasks and the last ten (``everything``: all of them), one line each."""
-    from ..db.tasks import Tasks
     from ..teams.control import describe
 
-    table = Tasks(store)
     listed = [describe(t, table.turn_count(t.id)) for t in table.listing(everything=everything)]
     if as_json:
         print_json(listed)
@@ -63,12 +62,10 @@ def print_tasks(store: Store, *, everything: bool, as_json: bool) -> None:
         )
 
 
-def print_task(store: Store, wanted: str, *, as_json: bool) -> None:
+def print_task(table: Tasks, wanted: str, *, as_json: bool) -> None:
     """Task ``wanted`` (an id or a unique prefix) and each of its agent turns."""
-    from ..db.tasks import Tasks
     from ..teams.control import describe
 
-    table = Tasks(store)
     task = table.find(wanted)
     turns = table.turns(task.id)
     data = describe(task, len(turns))
@@ -90,14 +87,14 @@ def print_task(store: Store, wanted: str, *, as_json: bool) -> None:
         print(f"Result:\n{task.result.strip()}")
 
 
-def abort(home: Home, store: Store, wanted: str) -> str:
+def abort(root: Runtime, wanted: str) -> str:
     """Stop task ``wanted`` after the model call in flight; returns what to tell the person."""
-    from ..db.tasks import Tasks
     from ..teams.control import abort_task
 
-    task = Tasks(store).find(wanted)
+    task = root.tasks.find(wanted)
     if task.finished:
         raise LookupFailed(f"task {task.id} has already finished ({task.status})")
-    if abort_task(store, task, loop_may_run=daemon_pid(home) is not None):
+    running = daemon_pid(root.home) is not None
+    if abort_task(root.store, root.events, root.tasks, task, loop_may_run=running):
         return f"Task {task.id} aborted; the entry agent hears it when its turn goes on."
     return f"Task {task.id} will stop after the model call in flight returns."

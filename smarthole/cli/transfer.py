@@ -11,24 +11,19 @@ from ..formats import loads_json, visible
 from .output import dumps
 
 if TYPE_CHECKING:
-    from ..db.store import Store
-    from ..home import Home
+    from ..daemon.runtime import Runtime
 
 MAX_IMPORT_CHARACTERS = 64 << 20  # a context of text only; far above any real conversation
 
 
-def export_text(home: Home, store: Store, wanted: str, format: str) -> str:
+def export_text(root: Runtime, wanted: str, format: str) -> str:
     """Conversation ``wanted`` (an id or a unique prefix) as ``json``, ``context`` or Markdown."""
-    from ..config import load_config
-    from ..conversations import Conversations, context_of
-    from ..db.outbox import OutboxRecord
+    from ..conversations import context_of
     from .render import export_markdown
 
-    conversations = Conversations(store)
-    entry = load_config(home).agent.name
-    data = conversations.export(
-        conversations.get(wanted), OutboxRecord(home, store), entry_agent=entry
-    )
+    conversations = root.conversations
+    entry = root.config.agent.name
+    data = conversations.export(conversations.get(wanted), root.outbox_record, entry_agent=entry)
     if format == "json":
         return dumps(data)
     if format == "context":

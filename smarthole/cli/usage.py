@@ -14,8 +14,8 @@ from .common import title_line
 from .output import print_json
 
 if TYPE_CHECKING:
+    from ..daemon.runtime import Runtime
     from ..db.records import Conversation
-    from ..db.store import Store
     from ..db.usage import UsageGroup
 
 COLUMNS = (
@@ -27,13 +27,10 @@ COLUMNS = (
 )
 
 
-def show_usage(store: Store, wanted: str, *, as_json: bool) -> int:
+def show_usage(root: Runtime, wanted: str, *, as_json: bool) -> int:
     """Print a conversation's usage (``wanted``: an id or a unique prefix)."""
-    from ..conversations import Conversations
-    from ..db.usage import UsageLog
-
-    conversation = Conversations(store).get(wanted)
-    report = conversation_usage(conversation, UsageLog(store).for_conversation(conversation.id))
+    conversation = root.conversations.get(wanted)
+    report = conversation_usage(conversation, root.usage.for_conversation(conversation.id))
     if as_json:
         print_json(report)
     else:
@@ -88,12 +85,10 @@ def _figures(totals: dict[str, Any]) -> list[str]:
     return [f"{totals[key]:,}" for key, _ in COLUMNS]
 
 
-def usage_today(store: Store) -> dict[str, Any]:
+def usage_today(root: Runtime) -> dict[str, Any]:
     """``status``'s ``usage``: today's (UTC day) totals and cache hit rate."""
-    from ..db.usage import UsageLog
-
-    day = store.clock().astimezone(UTC).date()
-    totals = UsageLog(store).since(datetime.combine(day, time(), UTC))
+    day = root.store.clock().astimezone(UTC).date()
+    totals = root.usage.since(datetime.combine(day, time(), UTC))
     return {"day": day.isoformat(), **totals.as_dict()}
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
-from ..db.cursors import Cursors
-from ..db.events import Event, EventLog
-from ..db.store import Store
-from ..plugins import Plugins
+if TYPE_CHECKING:
+    from ..db.cursors import Cursors
+    from ..db.events import Event, EventLog
+    from ..plugins import Plugins
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +32,15 @@ class EventHook:
     """Delivers stored events to the plugins' ``event`` hook, oldest first, each once."""
 
     def __init__(
-        self, store: Store, plugins: Plugins, *, poll_seconds: float = POLL_SECONDS
+        self,
+        log: EventLog,
+        cursors: Cursors,
+        plugins: Plugins,
+        *,
+        poll_seconds: float = POLL_SECONDS,
     ) -> None:
-        self.log = EventLog(store)
-        self.cursors = Cursors(store)
+        self.log = log
+        self.cursors = cursors
         self.plugins = plugins
         self.poll_seconds = poll_seconds
         self._position: int | None = None

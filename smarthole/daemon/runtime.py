@@ -1,37 +1,73 @@
-"""The runtime: everything that processes messages, built from an ``App``."""
+"""The composition root: every part that reads or changes a home's state, built once.
+
+One :class:`Runtime` per process (the daemon's, or a CLI command's) owns the store, the event
+log, the ledger, the tasks, the usage log, the pending questions, the conversations, the
+outbox record, the history cache and the titler, and hands them to whoever needs them: the
+processor, the lifecycle, the teams runner, upkeep, the desktop bridge, the web view and the
+CLI's handlers. Nothing else constructs these parts; the objects below this layer receive them
+and never import this module.
+
+Each part is built on first use (``functools.cached_property``): a command that lists
+conversations opens the store and nothing more, and one that never calls the model never needs
+an API key. The daemon builds from its :class:`~smarthole.app.App` (:meth:`Runtime.build`,
+which also makes the parts that process messages, so a missing key fails at start); a command
+builds from the home it names (:meth:`Runtime.for_home`, through ``cli.common.rooted``), with
+no plugins loaded: the daemon's event hook follows the events table, so the events a command
+writes reach the plugins all the same.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from ..agent.client import ModelClient
-from ..agent.loop import Agent
-from ..agent.titles import Titler
-from ..app import App
-from ..db.events import EventLog
-from ..db.ledger import Ledger
-from ..pipeline.inbox import Inbox
-from ..pipeline.outbox import Outbox
-from ..pipeline.processor import Processor
-from ..teams import TeamRunner
-from .eventhook import EventHook
+from ..errors import InternalError
+
+if TYPE_CHECKING:
+    from ..agent.client import ModelClient
+    from ..agent.history import HistoryCache
+    from ..agent.loop import Agent
+    from ..agent.titles import Titler
+    from ..app import App
+    from ..config import Config
+    from ..conversations import Conversations
+    from ..db.events import EventLog
+    from ..db.ledger import Ledger
+    from ..db.outbox import OutboxRecord
+    from ..db.pending import PendingQuestions
+    from ..db.store import Store
+    from ..db.tasks import Tasks
+    from ..db.usage import UsageLog
+    from ..home import Home
+    from ..pipeline.inbox import Inbox
+    from ..pipeline.lifecycle import Lifecycle
+    from ..pipeline.outbox import Outbox
+    from ..pipeline.processor import Processor
+    from ..teams import TeamRunner
+    from .eventhook import EventHook
 
 
-@dataclass
 class Runtime:
-    """Everything that processes messages, built from an :class:`App`."""
+    """The parts of one home, built on first use and handed down (the composition root)."""
 
-    app: App
-    ledger: Ledger
-    events: EventLog
-    outbox: Outbox
-    inbox: Inbox
-    processor: Processor
-    titler: Titler
-    client: ModelClient
-    event_hook: EventHook
+    def __init__(
+        self,
+        home: Home,
+        *,
+        app: App | None = None,
+        env: Mapping[str, str] | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.home = home
+        self._app = app
+        self.env = env
+        self.stop = stop
+        self._closed = False
+        # What a built-in plugin keeps for this root's life (the desktop bridge, by name):
+        # on the root, never in a module, so each app has its own.
+        self.plugin_state: dict[str, Any] = {}
 
     @classmethod
     def build(
@@ -41,31 +77,212 @@ class Runtime:
         env: Mapping[str, str] | None = None,
         stop: threading.Event | None = None,
     ) -> Runtime:
-        store = app.store
-        event_hook = EventHook(store, app.plugins)
-        events = EventLog(store, event_hook.wake)
-        ledger = Ledger(store)
-        outbox = Outbox(app.home, store, app.plugins, events)
-        inbox = Inbox(app.home, app.config.inbox, store, ledger, events, app.plugins)
-        client = ModelClient.from_environment(app.config.model, env)
-        titler = Titler(store, events, client, app.config.titles)
-        agent = Agent(
-            client,
-            app.tools,
-            max_tool_iterations=app.config.conversation.max_tool_iterations,
+        """The daemon's root (or an in-process test's) over ``app``, attached to it so the
+        built-in plugins reach the same parts. The parts that process messages are made now:
+        a config the model client refuses (no API key) fails here, before anything starts."""
+        root = cls(app.home, app=app, env=env, stop=stop)
+        app.root = root
+        root.processor  # noqa: B018 -- built now, for the start-up check above
+        return root
+
+    @classmethod
+    def of(cls, app: App) -> Runtime:
+        """The root ``app`` is attached to; one is made (with lazy parts) if it has none."""
+        root = getattr(app, "root", None)
+        if not isinstance(root, Runtime):
+            root = cls(app.home, app=app)
+            app.root = root
+        return root
+
+    @classmethod
+    def for_home(cls, home: Home, *, env: Mapping[str, str] | None = None) -> Runtime:
+        """A CLI command's root: the home's store and its readers, no plugins, no app."""
+        return cls(home, env=env)
+
+    # -- what everything stands on ----------------------------------------------------------
+
+    @property
+    def app(self) -> App:
+        if self._app is None:
+            raise InternalError("this part needs the daemon's app; a command's root has none")
+        return self._app
+
+    @cached_property
+    def config(self) -> Config:
+        """The config read once for a command; the daemon's is ``app.config`` (reloadable)."""
+        if self._app is not None:
+            return self._app.config
+        from ..config import load_config
+
+        return load_config(self.home)
+
+    @cached_property
+    def store(self) -> Store:
+        if self._app is not None:
+            return self._app.store  # the app owns it, and closes it
+        from ..db.store import Store
+        from ..formats import utc_now
+
+        self.home.state.mkdir(parents=True, exist_ok=True)
+        return Store.open(self.home.database, clock=utc_now)
+
+    # -- the store's parts: every process has them --------------------------------------------
+
+    @cached_property
+    def events(self) -> EventLog:
+        """The event log; in the daemon, each commit wakes the event hook's follower."""
+        from ..db.events import EventLog
+
+        return EventLog(self.store, self._event_committed if self._app is not None else None)
+
+    def _event_committed(self, event: Any) -> None:
+        self.event_hook.wake(event)
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        from ..db.ledger import Ledger
+
+        return Ledger(self.store)
+
+    @cached_property
+    def tasks(self) -> Tasks:
+        from ..db.tasks import Tasks
+
+        return Tasks(self.store)
+
+    @cached_property
+    def usage(self) -> UsageLog:
+        from ..db.usage import UsageLog
+
+        return UsageLog(self.store)
+
+    @cached_property
+    def pending(self) -> PendingQuestions:
+        from ..db.pending import PendingQuestions
+
+        return PendingQuestions(self.store)
+
+    @cached_property
+    def outbox_record(self) -> OutboxRecord:
+        """What the outbox holds, for readers (the daemon's :attr:`outbox` also writes it)."""
+        if self._app is not None:
+            return self.outbox
+        from ..db.outbox import OutboxRecord
+
+        return OutboxRecord(self.home, self.store)
+
+    @cached_property
+    def conversations(self) -> Conversations:
+        from ..conversations import Conversations
+
+        return Conversations(self.store, self.events, self.ledger, self.pending)
+
+    @cached_property
+    def history(self) -> HistoryCache:
+        from ..agent.history import HistoryCache
+        from ..agent.prompts import turn_context
+
+        return HistoryCache(self.store, turn_context)
+
+    # -- the model: only for what calls it ----------------------------------------------------
+
+    @cached_property
+    def client(self) -> ModelClient:
+        """The model client, built on first use (``ConfigError`` without an API key)."""
+        from ..agent.client import ModelClient
+
+        return ModelClient.from_environment(self.config.model, self.env)
+
+    @cached_property
+    def titler(self) -> Titler:
+        """Titles and summaries; it asks for the model client only when titles are on."""
+        from ..agent.titles import Titler
+
+        settings = self.config.titles
+        client = self.client if settings.enabled else None
+        return Titler(self.store, self.events, client, settings, self.usage)
+
+    # -- what processes messages: the daemon's ---------------------------------------------
+
+    @cached_property
+    def event_hook(self) -> EventHook:
+        from ..db.cursors import Cursors
+        from .eventhook import EventHook
+
+        return EventHook(self.events, Cursors(self.store), self.app.plugins)
+
+    @cached_property
+    def outbox(self) -> Outbox:
+        from ..pipeline.outbox import Outbox
+
+        return Outbox(self.app, self.events)
+
+    @cached_property
+    def inbox(self) -> Inbox:
+        from ..pipeline.inbox import Inbox
+
+        app = self.app
+        return Inbox(app.home, app.config.inbox, self.store, self.ledger, self.events, app.plugins)
+
+    @cached_property
+    def agent(self) -> Agent:
+        from ..agent.loop import Agent
+
+        return Agent(
+            self.client,
+            self.app.tools,
+            max_tool_iterations=self.app.config.conversation.max_tool_iterations,
         )
-        processor = Processor(
-            app,
-            agent,
-            ledger,
-            outbox,
-            events,
-            inbox,
-            teams=TeamRunner(app, agent, events, stop=stop),
-            titler=titler,
-            stop=stop,
+
+    @cached_property
+    def teams(self) -> TeamRunner:
+        from ..teams import TeamRunner
+
+        return TeamRunner(self.app, self.agent, self.events, self.tasks, self.usage, stop=self.stop)
+
+    @cached_property
+    def lifecycle(self) -> Lifecycle:
+        from ..pipeline.lifecycle import Lifecycle
+
+        return Lifecycle(
+            self.app,
+            self.ledger,
+            self.outbox,
+            self.events,
+            self.inbox,
+            self.conversations,
+            self.pending,
+            self.tasks,
         )
-        return cls(app, ledger, events, outbox, inbox, processor, titler, client, event_hook)
+
+    @cached_property
+    def processor(self) -> Processor:
+        from ..pipeline.processor import Processor
+
+        return Processor(
+            self.app,
+            self.agent,
+            self.ledger,
+            self.outbox,
+            self.events,
+            self.inbox,
+            lifecycle=self.lifecycle,
+            conversations=self.conversations,
+            pending=self.pending,
+            history=self.history,
+            usage=self.usage,
+            teams=self.teams,
+            titler=self.titler,
+            stop=self.stop,
+        )
 
     def close(self) -> None:
-        self.client.close()
+        """Close what this root opened: the model client, and a command's store (the daemon's
+        app owns its own store)."""
+        if self._closed:
+            return
+        self._closed = True
+        if "client" in self.__dict__:
+            self.client.close()
+        if self._app is None and "store" in self.__dict__:
+            self.store.close()

@@ -13,9 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..db.events import about_turn
-from ..db.pending import PendingQuestions
 from ..db.states import MessageStatus
-from ..db.tasks import Tasks
 from ..formats import Clock
 from .memory import release_free_memory
 
@@ -39,12 +37,12 @@ def recover(runtime: Runtime, clock: Clock) -> None:
             **about_turn(store, turn.conversation_id, turn.number, turn.message_id),
             at_start=True,
         )
-    Tasks(store).interrupt_active()  # each resumes with the human turn that owns it
+    runtime.tasks.interrupt_active()  # each resumes with the human turn that owns it
     requeued = runtime.ledger.requeue_in_progress()
     recovered = runtime.inbox.recover()
     for item in runtime.outbox.undelivered():
         runtime.outbox.finish(item.id)
-    expired = PendingQuestions(store).expire(
+    expired = runtime.pending.expire(
         clock(), runtime.app.config.conversation.pending_state_timeout_minutes
     )
     if requeued or recovered or expired:
@@ -62,15 +60,15 @@ def housekeeping(runtime: Runtime, clock: Clock, quiet: Quiet | None = None) -> 
     free back to the system."""
     store = runtime.app.store
     config = runtime.app.config.conversation  # read each pass: a reload applies at once
-    PendingQuestions(store).expire(clock(), config.pending_state_timeout_minutes)
+    runtime.pending.expire(clock(), config.pending_state_timeout_minutes)
     idle = timedelta(minutes=config.idle_timeout_minutes)
-    waiting = {q.conversation_id for q in PendingQuestions(store).all()}
+    waiting = {q.conversation_id for q in runtime.pending.all()}
     busy = runtime.ledger.channels_with_work()
     for conversation in store.open_conversations():
         if conversation.id in waiting or conversation.channel in busy:
             continue
         if clock() - conversation.updated_at > idle:
-            runtime.processor.conversations.end(conversation, "idle_timeout")
+            runtime.conversations.end(conversation, "idle_timeout")
     runtime.titler.sweep()
     after = timedelta(seconds=runtime.app.config.daemon.idle_release_seconds)
     if quiet is not None and quiet.due(busy=bool(busy), now=clock(), after=after):
@@ -104,7 +102,7 @@ def let_go(runtime: Runtime, quiet_for: timedelta) -> None:
     history (a long one holds its whole budget's text) and SQLite's page cache. After a
     backlog of thousands of messages that is a few MiB; the next message reads its history
     again, one query bounded by the budget, not by the conversation's length."""
-    conversations = runtime.processor.history.clear()
+    conversations = runtime.history.clear()
     runtime.app.store.release_memory()
     if conversations:
         logger.info(

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from ..db.events import about, place
 from ..db.pending import PendingQuestion
 from ..db.states import MessageStatus, OutboxKind, OutboxState, Outcome, TurnStatus
-from ..db.tasks import Tasks
 from ..formats import iso
 from ..teams.control import fail_tasks
 from .failed import aside_note
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger, LedgerEntry
     from ..db.pending import PendingQuestions
     from ..db.records import Conversation, StoredMessage
+    from ..db.tasks import Tasks
     from ..errors import TurnError
     from .inbox import Inbox
     from .outbox import Outbox
@@ -93,10 +93,10 @@ class Lifecycle:
     inbox: Inbox
     conversations: Conversations
     pending: PendingQuestions
+    tasks: Tasks
 
     def __post_init__(self) -> None:
         self.store = self.app.store
-        self.tasks = Tasks(self.store)
 
     # -- begin ------------------------------------------------------------------------------
 
@@ -291,7 +291,7 @@ class Lifecycle:
         with self.store.transaction() as db:
             self.outbox.mark(reply.id, OutboxState.DELIVERED, db=db)
             self._set_turn(attempt, TurnStatus.FAILED, db, error=str(error))
-            fail_tasks(self.store, self.events, entry.id, str(error), db=db)
+            fail_tasks(self.store, self.events, self.tasks, entry.id, str(error), db=db)
             self.ledger.set_status(entry.id, MessageStatus.DEAD, last_error=str(error), db=db)
             self._event("turn_failed", attempt, db, attempts=attempts, error=str(error))
             self.store.after_commit(lambda: self.inbox.move_aside(entry, note))

@@ -23,10 +23,8 @@ if TYPE_CHECKING:
     import sqlite3
     from datetime import datetime
 
+    from ..app import App
     from ..db.events import EventLog
-    from ..db.store import Store
-    from ..home import Home
-    from ..plugins import Plugins
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +32,10 @@ logger = logging.getLogger(__name__)
 class Outbox(OutboxRecord):
     """Plans, writes and delivers outbox items of one home."""
 
-    def __init__(self, home: Home, store: Store, plugins: Plugins, events: EventLog) -> None:
-        super().__init__(home, store)
-        self.plugins = plugins
+    def __init__(self, app: App, events: EventLog) -> None:
+        super().__init__(app.home, app.store)
+        self.app = app
+        self.plugins = app.plugins
         self.events = events
 
     def send(self, *, item_id: str | None = None, **item: Unpack[ItemFields]) -> OutboxItem:
@@ -62,7 +61,7 @@ class Outbox(OutboxRecord):
         final = self.item(item_id, at, **item)
         if not final.path.exists():
             self._write_file(final)
-        self.plugins.notify("deliver", outbox_item=final)
+        self.plugins.notify("deliver", outbox_item=final, app=self.app)
         return final
 
     def record_delivered(self, item: OutboxItem, *, db: sqlite3.Connection) -> None:
@@ -91,7 +90,7 @@ class Outbox(OutboxRecord):
             self._write(item)
         if state is OutboxState.DELIVERED:
             return False
-        self.plugins.notify("deliver", outbox_item=item)
+        self.plugins.notify("deliver", outbox_item=item, app=self.app)
         return True
 
     def _write(self, item: OutboxItem) -> None:

@@ -17,12 +17,9 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..agent.history import HistoryCache
 from ..agent.loop import TurnOutcome
-from ..agent.prompts import system_prompt, turn_context
+from ..agent.prompts import system_prompt
 from ..backoff import Backoff
-from ..conversations import Conversations
-from ..db.pending import PendingQuestions
 from ..db.records import Conversation
 from ..errors import (
     InternalError,
@@ -33,19 +30,24 @@ from ..errors import (
     TurnInterrupted,
 )
 from ..teams import HumanTurn, TeamRunner
-from .lifecycle import Attempt, Lifecycle
+from .lifecycle import Attempt
 from .turn import TurnRun
 
 if TYPE_CHECKING:
+    from ..agent.history import HistoryCache
     from ..agent.loop import Agent
     from ..agent.titles import Titler
     from ..app import App
     from ..config import Config
+    from ..conversations import Conversations
     from ..db.events import EventLog
     from ..db.ledger import Ledger, LedgerEntry
+    from ..db.pending import PendingQuestions
     from ..db.records import StoredMessage
     from ..db.states import Outcome
+    from ..db.usage import UsageLog
     from .inbox import Inbox
+    from .lifecycle import Lifecycle
     from .outbox import Outbox
 
 logger = logging.getLogger(__name__)
@@ -55,7 +57,9 @@ RETRY_JITTER = 0.25  # a deferred message waits up to a quarter more than its ba
 
 @dataclass
 class Processor:
-    """Runs the turns of inbox messages; one call of :meth:`process` per attempt."""
+    """Runs the turns of inbox messages; one call of :meth:`process` per attempt.
+
+    Its parts come from the composition root (``daemon.runtime.Runtime``)."""
 
     app: App
     agent: Agent
@@ -63,6 +67,11 @@ class Processor:
     outbox: Outbox
     events: EventLog
     inbox: Inbox
+    lifecycle: Lifecycle
+    conversations: Conversations
+    pending: PendingQuestions
+    history: HistoryCache
+    usage: UsageLog
     teams: TeamRunner | None = None
     titler: Titler | None = None
     stop: threading.Event | None = None
@@ -70,18 +79,6 @@ class Processor:
 
     def __post_init__(self) -> None:
         self.store = self.app.store
-        self.pending = PendingQuestions(self.store)
-        self.history = HistoryCache(self.store, turn_context)
-        self.conversations = Conversations(self.store, self.events)
-        self.lifecycle = Lifecycle(
-            self.app,
-            self.ledger,
-            self.outbox,
-            self.events,
-            self.inbox,
-            self.conversations,
-            self.pending,
-        )
 
     @property
     def config(self) -> Config:
@@ -196,6 +193,7 @@ class Processor:
             number=attempt.number,
             system_blocks=system,
             history_cache=self.history,
+            usage=self.usage,
             stop=self.stop,
             answering=pending,
             stored_so_far=so_far,

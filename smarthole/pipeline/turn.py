@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
 from ..db.states import OutboxKind
-from ..db.usage import UsageLog
 from ..errors import TurnInterrupted
 from ..tools import ToolContext
 
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from ..db.outbox import OutboxItem
     from ..db.pending import PendingQuestion
     from ..db.records import Conversation, StoredMessage
+    from ..db.usage import UsageLog
     from ..tools import ToolResult
     from .outbox import Outbox
 
@@ -53,6 +53,7 @@ class TurnRun:
     number: int
     system_blocks: list[dict[str, Any]]
     history_cache: HistoryCache
+    usage: UsageLog
     stop: threading.Event | None = None
     # The pending question this turn answers: the one saved when the turn started, if any.
     answering: PendingQuestion | None = None
@@ -68,7 +69,7 @@ class TurnRun:
     def __post_init__(self) -> None:
         self.store = self.app.store
         self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
-        self.recorder = TurnRecorder(self.store, ConversationTables(self), UsageLog(self.store))
+        self.recorder = TurnRecorder(self.store, ConversationTables(self), self.usage)
 
     @property
     def where(self) -> dict[str, Any]:

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..db.events import EventLog, about_turn
+from ..db.events import about_turn
 from ..db.states import TaskStatus
-from ..db.store import Store
-from ..db.tasks import Task, Tasks
 from ..formats import iso
 from .prompts import ABORTED_NOTE
 
+if TYPE_CHECKING:
+    from ..db.events import EventLog
+    from ..db.store import Store
+    from ..db.tasks import Task, Tasks
 
-def abort_task(store: Store, task: Task, *, loop_may_run: bool) -> bool:
+
+def abort_task(
+    store: Store, events: EventLog, tasks: Tasks, task: Task, *, loop_may_run: bool
+) -> bool:
     """Ask ``task`` to stop; True if it stopped now, False if its running loop will stop it.
 
     A loop stops the task after the model call in flight returns. Without one (no daemon, or a
     task waiting for its turn's next attempt) the task is aborted here; either way the entry
     agent gets ``aborted by the user`` as its tool result when its turn goes on.
     """
-    tasks = Tasks(store)
     tasks.request_abort(task.id)
     if loop_may_run and task.status is TaskStatus.ACTIVE:
         return False
@@ -29,20 +33,32 @@ def abort_task(store: Store, task: Task, *, loop_may_run: bool) -> bool:
         if current is None or current.finished:
             return True
         tasks.set_status(task.id, TaskStatus.ABORTED, note=ABORTED_NOTE, db=db)
-        _finished(store, EventLog(store), task, TaskStatus.ABORTED, db=db)
+        _finished(store, events, tasks, task, TaskStatus.ABORTED, db=db)
     return True
 
 
 def fail_tasks(
-    store: Store, events: EventLog, message_id: str, error: str, *, db: sqlite3.Connection
+    store: Store,
+    events: EventLog,
+    tasks: Tasks,
+    message_id: str,
+    error: str,
+    *,
+    db: sqlite3.Connection,
 ) -> None:
     """A dead human turn fails its unfinished tasks, each with its ``task_finished`` event."""
-    for task in Tasks(store).fail_for_message(message_id, error, db=db):
-        _finished(store, events, task, TaskStatus.FAILED, db=db)
+    for task in tasks.fail_for_message(message_id, error, db=db):
+        _finished(store, events, tasks, task, TaskStatus.FAILED, db=db)
 
 
 def _finished(
-    store: Store, events: EventLog, task: Task, status: TaskStatus, *, db: sqlite3.Connection
+    store: Store,
+    events: EventLog,
+    tasks: Tasks,
+    task: Task,
+    status: TaskStatus,
+    *,
+    db: sqlite3.Connection,
 ) -> None:
     """``task_finished`` for a task ended outside its loop, in the caller's transaction."""
     events.emit(
@@ -51,7 +67,7 @@ def _finished(
         db=db,
         task=task.id,
         status=status,
-        agent_turns=Tasks(store).turn_count(task.id),
+        agent_turns=tasks.turn_count(task.id),
     )
 
 
@@ -72,7 +88,6 @@ def describe(task: Task, turns_done: int) -> dict[str, Any]:
     }
 
 
-def running_tasks(store: Store) -> list[dict[str, Any]]:
+def running_tasks(tasks: Tasks) -> list[dict[str, Any]]:
     """Active and interrupted tasks, for ``smarthole status``."""
-    tasks = Tasks(store)
     return [describe(task, tasks.turn_count(task.id)) for task in tasks.running()]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..db.states import TaskStatus
-from ..db.tasks import AgentTurn, Task, Tasks
+from ..db.tasks import AgentTurn, Task
 from ..errors import InternalError, TeamRequestError, ToolError
 from ..mcpservers import tool_matches
 from ..tools import ToolContext, ToolSet, build_tool
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from ..config.teams import TeamAgent
     from ..db.events import EventLog
     from ..db.records import Message, StoredMessage
+    from ..db.tasks import Tasks
+    from ..db.usage import UsageLog
     from ..tools import Tool
 
 Ending = tuple[TaskStatus, str, str | None]  # status, note, result
@@ -55,13 +57,21 @@ class TeamRunner:
     """Starts and resumes tasks for the human turns of one daemon (or one CLI command)."""
 
     def __init__(
-        self, app: App, agent: Agent, events: EventLog, *, stop: threading.Event | None = None
+        self,
+        app: App,
+        agent: Agent,
+        events: EventLog,
+        tasks: Tasks,
+        usage: UsageLog,
+        *,
+        stop: threading.Event | None = None,
     ) -> None:
         self.app = app
         self.agent = agent
         self.events = events
+        self.tasks = tasks
+        self.usage = usage
         self.stop = stop
-        self.tasks = Tasks(app.store)
         self._running: set[str] = set()
         self._lock = threading.Lock()
         self._finish_tool = build_tool(finish_task, plugin="teams", idempotent=True)
@@ -234,7 +244,14 @@ class TeamRunner:
                 self.tasks.append_message(task.id, index, "user", "user", request, db=db)
                 self._event("agent_turn_started", task, place, db, **turn_fields)
         session = AgentTurnSession(
-            self.app, self.tasks, task, index, agent_system(agent, task), place, self.stop
+            self.app,
+            self.tasks,
+            self.usage,
+            task,
+            index,
+            agent_system(agent, task),
+            place,
+            self.stop,
         )
         tools = self.app.tools.only(
             lambda name: any(tool_matches(allowed, name) for allowed in agent.tools),

@@ -16,7 +16,6 @@ from ..agent.messages import to_api_messages
 from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
 from ..db.records import ROLES
-from ..db.usage import UsageLog
 from ..errors import ToolError, TurnInterrupted
 from ..tools import ToolContext
 from .prompts import NO_HUMAN
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from ..db.outbox import OutboxItem
     from ..db.records import StoredMessage
     from ..db.tasks import Task, Tasks
+    from ..db.usage import UsageLog
     from ..tools import ToolResult
 
 
@@ -64,6 +64,7 @@ class NoHumanControl:
 class AgentTurnSession:
     app: App
     tasks: Tasks
+    usage: UsageLog
     task: Task
     index: int
     system_blocks: list[dict[str, Any]]
@@ -71,8 +72,7 @@ class AgentTurnSession:
     stop: threading.Event | None = None
 
     def __post_init__(self) -> None:
-        store = self.app.store
-        self.recorder = TurnRecorder(store, TaskTables(self), UsageLog(store))
+        self.recorder = TurnRecorder(self.app.store, TaskTables(self), self.usage)
 
     def system(self) -> list[dict[str, Any]]:
         return self.system_blocks

@@ -95,7 +95,9 @@ class Api:
 
     def abort(self, request: Request) -> Response:
         try:
-            stopped, message = posting.abort(self.home, self.store, request.path_params["id"])
+            stopped, message = posting.abort(
+                self.home, self.store, self.events, self.reader.tasks, request.path_params["id"]
+            )
         except posting.Refused as exc:
             return _error(exc.status, exc.reason)
         return JSONResponse(

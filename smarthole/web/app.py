@@ -21,9 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from ..db.events import EventLog
-from ..db.store import Store
-from ..formats import utc_now
+from ..daemon.runtime import Runtime
 from ..home import Home, holder
 from .api import Api
 from .auth import Gate, cookie_name, host_checker, reads, writes
@@ -48,9 +46,9 @@ def create_app(
     """The view of ``home`` for the holder of ``token``, answering to ``host`` (and
     ``localhost``); ``port`` names its cookie. ``app.state.follower`` is its events follower."""
     home.ensure()
-    store = Store.open(home.database, clock=utc_now)
-    events = EventLog(store)
-    reader = Reader(store)
+    root = Runtime.for_home(home)
+    store, events = root.store, root.events
+    reader = Reader(store, root.tasks, root.pending)
     follower = EventFollower(
         events, daemon_running=lambda: holder(home.lock_file) is not None, interval=poll_seconds
     )
@@ -64,7 +62,7 @@ def create_app(
             yield
         finally:
             follower.close()
-            store.close()
+            root.close()
 
     app = Starlette(
         routes=routes(pages, api),

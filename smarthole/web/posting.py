@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..db.events import EventLog
 from ..db.store import Store
 from ..db.tasks import Tasks
 from ..errors import LookupFailed, MessageError
@@ -83,17 +84,20 @@ def _optional_text(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
-def abort(home: Home, store: Store, task_id: str) -> tuple[bool, str]:
+def abort(
+    home: Home, store: Store, events: EventLog, tasks: Tasks, task_id: str
+) -> tuple[bool, str]:
     """Stop a running task as ``smarthole tasks abort`` does: whether it stopped now, and
     what to tell the person."""
-    tasks = Tasks(store)
     task = tasks.get(task_id)
     if task is None:
         raise Refused(404, f"no task {task_id!r}")
     if task.finished:
         raise Refused(409, f"task {task.id} has already finished ({task.status})")
     try:
-        stopped = abort_task(store, task, loop_may_run=holder(home.lock_file) is not None)
+        stopped = abort_task(
+            store, events, tasks, task, loop_may_run=holder(home.lock_file) is not None
+        )
     except LookupFailed as exc:
         raise Refused(404, str(exc)) from exc
     if stopped:

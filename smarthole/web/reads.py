@@ -188,11 +188,11 @@ class SessionBar:
 class Reader:
     """The web view's reads of one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, tasks: Tasks, pending: PendingQuestions) -> None:
         self.store = store
         self.views = WebViews(store)
-        self.tasks = Tasks(store)
-        self.pending = PendingQuestions(store)
+        self.tasks = tasks
+        self.pending = pending
 
     # -- conversations ----------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ from smarthole.config import ModelSettings
 from smarthole.db.schema import MIGRATIONS, SCHEMA_VERSION
 from smarthole.db.store import Store
 from smarthole.db.usage import COUNTS, UsageLog, UsageTotals
-from smarthole.pipeline import turn as turn_module
 from smarthole.testing import text, tool_use
 from smarthole.testing.cache import PromptCache
 from tests.db.oldschema import version_4_database
@@ -137,7 +136,7 @@ def test_titles_and_summaries_record_their_own_usage(home, fake, env):
 def test_a_reply_and_its_usage_commit_together(home, fake, env, monkeypatch):
     """A failure after the reply row is written, before the commit, rolls back both; after
     ``retry``, every stored reply has exactly one usage row."""
-    record = turn_module.UsageLog.record
+    record = UsageLog.record
     failures = []
 
     def fail_once(self: UsageLog, *args: Any, **kwargs: Any) -> None:
@@ -146,7 +145,7 @@ def test_a_reply_and_its_usage_commit_together(home, fake, env, monkeypatch):
             failures.append(1)
             raise RuntimeError("injected failure before the commit")
 
-    monkeypatch.setattr(turn_module.UsageLog, "record", fail_once)
+    monkeypatch.setattr(UsageLog, "record", fail_once)
     fake.default = text("ok", usage=counts(10, 2))
     drop(home, "hello", "m1")
     run_once(home, env)  # the first attempt fails: an internal error, set aside at once

@@ -67,7 +67,7 @@ def test_the_bridge_is_off_by_default_and_then_does_nothing(home, desktop):
     app = App.load(Home(home))
     try:
         app.plugins.call_strict("startup", app=app)
-        assert "bridge" not in plugin._running
+        assert plugin.running(app) is None
         app.plugins.notify("shutdown", app=app)
     finally:
         app.close()
@@ -234,13 +234,13 @@ def item(in_reply_to: str, kind: str = "response") -> OutboxItem:
 
 
 def test_only_replies_to_the_desktops_messages_go_back_to_it(home, desktop, bridge):
-    bridge(name="notes")
+    app = bridge(name="notes")
     desktop.wait_registered()
     message_id = desktop.route("hello")
     desktop.wait_response(message_id, "ack")
-    plugin.deliver(outbox_item=item("from-a-file"))
-    plugin.deliver(outbox_item=item(message_id))
-    plugin.deliver(outbox_item=item(message_id))  # delivery is at least once: sent once
+    plugin.deliver(outbox_item=item("from-a-file"), app=app)
+    plugin.deliver(outbox_item=item(message_id), app=app)
+    plugin.deliver(outbox_item=item(message_id), app=app)  # delivery is at least once: sent once
     (notification,) = desktop.wait_response(message_id, "notification")
     assert notification["payload"] == {
         "title": "notes",
@@ -249,7 +249,7 @@ def test_only_replies_to_the_desktops_messages_go_back_to_it(home, desktop, brid
     }
     later = desktop.route("and again")
     desktop.wait_response(later, "ack")
-    plugin.deliver(outbox_item=item(later))
+    plugin.deliver(outbox_item=item(later), app=app)
     desktop.wait_response(later, "notification")
     assert len(desktop.responses(message_id, "notification")) == 1
     assert desktop.responses("from-a-file") == []

@@ -31,7 +31,7 @@ def store(tmp_path: Path):
 
 @pytest.fixture
 def intake(tmp_path: Path, store: Store) -> Intake:
-    return Intake(tmp_path / "inbox", "desktop", 2000, BridgeRecords(store))
+    return Intake(tmp_path / "inbox", "desktop", 2000, BridgeRecords(store), Ledger(store))
 
 
 def payload(message_id: str, text: str, **more: object) -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from smarthole import hookimpl
 from smarthole.app import App
-from smarthole.db.events import EventLog
+from smarthole.daemon.runtime import Runtime
 from smarthole.home import Home
 from smarthole.pipeline.outbox import Outbox
 
@@ -31,8 +31,7 @@ class Deliveries:
 def outbox(home: Path) -> Iterator[tuple[Outbox, Deliveries]]:
     deliveries = Deliveries()
     app = App.load(Home.resolve(home), extra_plugins=[("deliveries", deliveries)])
-    store = app.store
-    yield Outbox(app.home, store, app.plugins, EventLog(store)), deliveries
+    yield Runtime.of(app).outbox, deliveries
     app.close()
 
 

@@ -321,20 +321,19 @@ def test_a_running_task_is_aborted_from_the_tasks_page(page, team_home, fake, li
 def test_a_long_conversation_shows_its_latest_turns_and_earlier_ones_on_demand(
     page, team_home, web
 ):
-    from smarthole.conversations import Conversations
-    from smarthole.db.store import Store
-    from smarthole.formats import utc_now
+    from smarthole.daemon.runtime import Runtime
+    from smarthole.home import Home
 
     turns = [
         {"role": role, "content": f"{role} {n}"}
         for n in range(1, 61)
         for role in ("human", "entry_agent")
     ]
-    store = Store.open(team_home / ".smarthole" / "smarthole.db", clock=utc_now)
+    root = Runtime.for_home(Home(team_home))
     try:
-        cid = Conversations(store).import_context({"turns": turns}, channel="default").id
+        cid = root.conversations.import_context({"turns": turns}, channel="default").id
     finally:
-        store.close()
+        root.close()
     open_view(page, web.link, f"/c/{cid}")
     messages = page.get_by_test_id("human-pane").get_by_test_id("message")
     expect(messages).to_have_count(100)

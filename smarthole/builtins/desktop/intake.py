@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...db.ledger import Ledger
 from ...errors import MessageError
 from ...formats import parse_time
 from ...pipeline.inbox import REUSED_ID, drop_messages
@@ -32,6 +31,7 @@ from . import protocol
 from .records import text_digest
 
 if TYPE_CHECKING:
+    from ...db.ledger import Ledger
     from .records import BridgeRecords
 
 logger = logging.getLogger(__name__)
@@ -64,12 +64,14 @@ class _Again:
 class Intake:
     """Writes the desktop's messages into one home's inbox."""
 
-    def __init__(self, inbox: Path, channel: str, max_bytes: int, records: BridgeRecords):
+    def __init__(
+        self, inbox: Path, channel: str, max_bytes: int, records: BridgeRecords, ledger: Ledger
+    ):
         self.inbox = inbox
         self.channel = channel
         self.max_bytes = max_bytes
         self.records = records
-        self.ledger = Ledger(records.store)
+        self.ledger = ledger
 
     def take(self, payload: dict[str, Any]) -> Taken:
         (taken,) = self.take_batch([payload])

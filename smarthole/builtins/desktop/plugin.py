@@ -1,26 +1,53 @@
 """The bridge as a built-in plugin: started and stopped with the daemon, fed by ``deliver``.
 
 Does nothing unless ``[desktop] enabled = true``. A reply goes back to the desktop only when
-the message it answers came from the desktop (see ``records``).
+the message it answers came from the desktop (see ``records``). The running bridge is kept on
+the app's composition root (``daemon.runtime.Runtime``), whose event log and ledger it uses;
+nothing is kept in this module.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__, hookimpl
-from ...db.events import EventLog
 
 if TYPE_CHECKING:
+    from ...db.events import EventLog
     from ...db.outbox import OutboxItem
     from ...db.store import Store
     from ...hookspecs import PluginApp
+    from .connection import Bridge
+    from .records import BridgeRecords
 
 logger = logging.getLogger(__name__)
 
-# The bridge of the app that is running in this process (the daemon runs one app at a time).
-_running: dict[str, Any] = {}
+KEY = "desktop"
+"""Where the running bridge is kept among the root's ``plugin_state``."""
+
+
+@dataclass(frozen=True)
+class Running:
+    """The bridge an app runs, and its records."""
+
+    bridge: Bridge
+    records: BridgeRecords
+
+
+def kept(app: PluginApp) -> dict[str, Any]:
+    """What the built-in plugins keep on ``app``'s root (empty for an app with none)."""
+    from ...daemon.runtime import Runtime
+
+    root = getattr(app, "root", None)
+    return root.plugin_state if isinstance(root, Runtime) else {}
+
+
+def running(app: PluginApp) -> Running | None:
+    """The bridge ``app`` runs, if it runs one."""
+    found = kept(app).get(KEY)
+    return found if isinstance(found, Running) else None
 
 
 @hookimpl
@@ -30,44 +57,45 @@ def startup(app: PluginApp) -> None:
     if settings is None or not settings.enabled:
         return
     # Imported here: a daemon without the bridge does not keep its modules (0.35 MiB).
+    from ...daemon.runtime import Runtime
     from .connection import Bridge, Identity
     from .intake import Intake
     from .records import BridgeRecords
 
-    store = app.store
+    root = Runtime.of(app)  # type: ignore[arg-type]  # the daemon's app, not a bare PluginApp
+    store, events = root.store, root.events  # the event hook follows the table: it sees these
     records = BridgeRecords(store)
     records.prune(app.now())
-    events = EventLog(store)  # the daemon's event hook follows the table: it sees these too
+    limit = app.config.inbox.max_message_bytes
     bridge = Bridge(
         Identity(settings.url, settings.name, settings.description, __version__),
-        Intake(app.home.inbox, settings.channel, app.config.inbox.max_message_bytes, records),
+        Intake(app.home.inbox, settings.channel, limit, records, root.ledger),
         records,
         title_for=lambda conversation: _title(store, conversation, settings.name),
         emit=lambda type, **data: _emit(events, type, channel=settings.channel, **data),
     )
-    _running["bridge"], _running["records"] = bridge, records
+    root.plugin_state[KEY] = Running(bridge, records)
     bridge.start()
 
 
 @hookimpl
-def deliver(outbox_item: OutboxItem) -> None:
-    bridge, records = _running.get("bridge"), _running.get("records")
-    if bridge is None or records is None:
+def deliver(outbox_item: OutboxItem, app: PluginApp) -> None:
+    found = running(app)
+    if found is None:
         return
-    if records.message(outbox_item.in_reply_to) is None:
+    if found.records.message(outbox_item.in_reply_to) is None:
         return  # not from the desktop: it has nowhere to show this
     from .protocol import Notification
 
-    if records.queue(Notification.for_item(outbox_item, outbox_item.in_reply_to)):
-        bridge.wake()
+    if found.records.queue(Notification.for_item(outbox_item, outbox_item.in_reply_to)):
+        found.bridge.wake()
 
 
 @hookimpl
 def shutdown(app: PluginApp) -> None:
-    bridge = _running.pop("bridge", None)
-    _running.pop("records", None)
-    if bridge is not None:
-        bridge.stop()
+    found = kept(app).pop(KEY, None)
+    if isinstance(found, Running):
+        found.bridge.stop()
 
 
 def _emit(events: EventLog, type: str, **fields: Any) -> None:

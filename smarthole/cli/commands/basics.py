@@ -12,8 +12,8 @@ from ..common import (
     home_of,
     now,
     one_line,
-    opened,
     preflight,
+    rooted,
     run_command,
     starting,
 )
@@ -109,14 +109,13 @@ def send(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
         raise MessageError("the message text is empty")
-    with opened(args) as (home, store):
+    with rooted(args) as root:
+        home = root.home
         conversation = args.conversation
         if conversation is not None:
-            from ...conversations import Conversations
-
-            conversation = Conversations(store).get(conversation).id  # fail now, not at timeout
+            conversation = root.conversations.get(conversation).id  # fail now, not at timeout
         running = daemon_pid(home) is not None
-        mailbox = Mailbox(home, store)
+        mailbox = Mailbox(home, root.outbox_record, root.events)
         message_id = mailbox.send(
             text, channel=args.channel, conversation=conversation, new_conversation=args.new
         )

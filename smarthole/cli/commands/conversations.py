@@ -8,11 +8,11 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from ...errors import ExitCode, LookupFailed, UsageError
-from ..common import now, opened, print_json, starting, title_line
+from ..common import now, print_json, rooted, starting, title_line
 from ..parser import ID_HELP, Commands, bounded, command, number, one_of, option
 
 if TYPE_CHECKING:
-    from ...db.store import Store
+    from ...daemon.runtime import Runtime
 
 
 def register(commands: Commands) -> None:
@@ -26,11 +26,10 @@ def register(commands: Commands) -> None:
 @option("--json", action="store_true", help="a JSON list")
 @option("--limit", type=bounded(int, 1), metavar="N", help="at most N conversations")
 def conversations(args: argparse.Namespace) -> int:
-    from ...conversations import Conversations
     from ..render import conversation_list
 
-    with opened(args) as (_, store):
-        views = Conversations(store).recent(
+    with rooted(args) as root:
+        views = root.conversations.recent(
             channel=args.channel, include_all=args.all, limit=args.limit, now=now()
         )
     if args.json:
@@ -47,25 +46,23 @@ def conversations(args: argparse.Namespace) -> int:
 @option("--usage", action="store_true", help="the tokens each turn used, and totals")
 @option("--json", action="store_true", help="with --usage: one JSON object")
 def show(args: argparse.Namespace) -> int:
-    from ...conversations import Conversations
-    from ...db.outbox import OutboxRecord
     from ..render import transcript
 
     if args.usage:
         from ..usage import show_usage
 
-        with opened(args) as (_, store):
-            return show_usage(store, args.id, as_json=args.json)
+        with rooted(args) as root:
+            return show_usage(root, args.id, as_json=args.json)
     if args.json:
         raise UsageError("--json works with --usage (for the transcript, use smarthole export)")
-    with opened(args) as (home, store):
-        conversation = Conversations(store).get(args.id)
+    with rooted(args) as root:
+        conversation = root.conversations.get(args.id)
         print(
             transcript(
                 conversation,
-                store.turns(conversation.id),
-                store.messages(conversation.id),
-                OutboxRecord(home, store).items_for_conversation(conversation.id),
+                root.store.turns(conversation.id),
+                root.store.messages(conversation.id),
+                root.outbox_record.items_for_conversation(conversation.id),
             )
         )
     return ExitCode.OK
@@ -74,13 +71,11 @@ def show(args: argparse.Namespace) -> int:
 @command("resume", "pick a conversation and continue it in chat")
 @option("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")
 def resume(args: argparse.Namespace) -> int:
-    from ...conversations import Conversations
-    from ...db.outbox import OutboxRecord
     from ..chat import chat_daemon, pick, talk
     from ..render import conversation_list, last_exchange
 
-    with opened(args) as (home, store):
-        conversations = Conversations(store)
+    with rooted(args) as root:
+        conversations = root.conversations
         if args.id:
             chosen = conversations.get(args.id)
         else:
@@ -96,13 +91,13 @@ def resume(args: argparse.Namespace) -> int:
             chosen = views[picked - 1].conversation
         chosen = conversations.reopen(chosen)
         print(f'Resuming "{title_line(chosen.title)}" ({chosen.id}).')
-        said = conversations.export(chosen, OutboxRecord(home, store), entry_agent="agent")
+        said = conversations.export(chosen, root.outbox_record, entry_agent="agent")
         if said["turns"]:
             print(last_exchange(said["turns"]))
         with contextlib.ExitStack() as stack:
             with starting():  # loading the SDK takes seconds; a Ctrl-C meanwhile ends quietly
-                local_daemon = stack.enter_context(chat_daemon(home))
-            return talk(home, store, chosen.channel, chosen.id, local_daemon, timeout=600.0)
+                local_daemon = stack.enter_context(chat_daemon(root.home))
+            return talk(root, chosen.channel, chosen.id, local_daemon, timeout=600.0)
 
 
 @command("chat", "talk to the agent in this terminal")
@@ -124,17 +119,15 @@ def chat(args: argparse.Namespace) -> int:
         with starting("Starting the chat..."):
             from ..chat import chat_daemon, talk
 
-            home, store = stack.enter_context(opened(args))
-            conversation_id, channel = _chat_target(store, args)
-            local_daemon = stack.enter_context(chat_daemon(home))
-        return talk(home, store, channel, conversation_id, local_daemon, timeout=args.timeout)
+            root = stack.enter_context(rooted(args))
+            conversation_id, channel = _chat_target(root, args)
+            local_daemon = stack.enter_context(chat_daemon(root.home))
+        return talk(root, channel, conversation_id, local_daemon, timeout=args.timeout)
 
 
-def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, str]:
+def _chat_target(root: Runtime, args: argparse.Namespace) -> tuple[str | None, str]:
     """The conversation (None: a new one) and channel that ``chat``'s flags ask for."""
-    from ...conversations import Conversations
-
-    conversations = Conversations(store)
+    conversations, store = root.conversations, root.store
     if args.conversation:
         conversation = conversations.reopen(conversations.get(args.conversation))
         return conversation.id, conversation.channel
@@ -159,8 +152,8 @@ def _chat_target(store: Store, args: argparse.Namespace) -> tuple[str | None, st
 def export(args: argparse.Namespace) -> int:
     from ..transfer import export_text
 
-    with opened(args) as (home, store):
-        text = export_text(home, store, args.id, args.format)
+    with rooted(args) as root:
+        text = export_text(root, args.id, args.format)
     print(text)
     return ExitCode.OK
 
@@ -175,12 +168,11 @@ def export(args: argparse.Namespace) -> int:
 )
 def import_context(args: argparse.Namespace) -> int:
     """Read a context JSON (seed 001's shape) into a new conversation; print its id."""
-    from ...conversations import Conversations
     from ..transfer import import_channel, read_context
 
     data = read_context(args.file)
     channel = import_channel(data, args.channel)
-    with opened(args) as (_, store):
-        conversation = Conversations(store).import_context(data, channel=channel)
+    with rooted(args) as root:
+        conversation = root.conversations.import_context(data, channel=channel)
     print(conversation.id)
     return ExitCode.OK

@@ -7,13 +7,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import ExitCode
-from ..common import dumps, home_of, one_line, opened, print_json
+from ..common import dumps, home_of, one_line, print_json, rooted
 from ..output import short
 from ..parser import Commands, command, number, option
 
 if TYPE_CHECKING:
+    from ...daemon.runtime import Runtime
     from ...db.events import Event
-    from ...db.store import Store
 
 FOLLOW_POLL_SECONDS = 0.2
 
@@ -36,36 +36,31 @@ def events(args: argparse.Namespace) -> int:
     (and the command ends cleanly) wherever it lands.
     """
     from ...daemon.signals import INTERRUPT_SIGNALS, capture_signals
-    from ...db.events import EventLog
 
     with (
         capture_signals(signals=INTERRUPT_SIGNALS, enabled=args.follow) as captured,
-        opened(args) as (_, store),
+        rooted(args) as root,
     ):
         conversation = task = None
         if args.conversation:
-            from ...conversations import Conversations
-
-            conversation = Conversations(store).get(args.conversation).id
+            conversation = root.conversations.get(args.conversation).id
         if args.task:
-            from ...db.tasks import Tasks
-
-            task = Tasks(store).find(args.task).id
-        log = EventLog(store)
+            task = root.tasks.find(args.task).id
+        log = root.events
         last_id = log.latest_id()
         past = log.last(args.limit, conversation=conversation, task=task) if args.limit > 0 else []
-        last_id = _print_events(store, past, last_id, as_json=args.json)
+        last_id = _print_events(root, past, last_id, as_json=args.json)
         while args.follow and not captured.stop.wait(FOLLOW_POLL_SECONDS):
             batch = log.since(last_id, conversation=conversation, task=task)
-            last_id = _print_events(store, batch, last_id, as_json=args.json)
+            last_id = _print_events(root, batch, last_id, as_json=args.json)
     return captured.exit_code()
 
 
-def _print_events(store: Store, batch: list[Event], last_id: int, *, as_json: bool) -> int:
+def _print_events(root: Runtime, batch: list[Event], last_id: int, *, as_json: bool) -> int:
     """Print ``batch``; returns the highest event id printed so far."""
     from ..render import event_line
 
-    texts = {} if as_json else _texts(store, batch)
+    texts = {} if as_json else _texts(root, batch)
     for event in batch:
         if as_json:
             line = dumps(event.as_dict(), indent=None)
@@ -76,11 +71,10 @@ def _print_events(store: Store, batch: list[Event], last_id: int, *, as_json: bo
     return last_id
 
 
-def _texts(store: Store, batch: list[Event]) -> dict[int, str]:
+def _texts(root: Runtime, batch: list[Event]) -> dict[int, str]:
     """The text behind each event that has one, by event id: a stored message's (the person's
     words, the agent's), and an agent turn's, for a preview."""
-    from ...db.tasks import Tasks
-
+    store = root.store
     messages: dict[tuple[str, int], dict[int, str]] = {}
     turns: dict[str, dict[int, str]] = {}
     texts: dict[int, str] = {}
@@ -95,7 +89,7 @@ def _texts(store: Store, batch: list[Event]) -> dict[int, str]:
             text = messages[place].get(stored_id) if isinstance(stored_id, int) else None
         elif event.type == "agent_turn_finished" and isinstance(data.get("task"), str):
             if data["task"] not in turns:
-                turns[data["task"]] = {t.index: t.text for t in Tasks(store).turns(data["task"])}
+                turns[data["task"]] = {t.index: t.text for t in root.tasks.turns(data["task"])}
             number = data.get("agent_turn")
             text = turns[data["task"]].get(number - 1) if isinstance(number, int) else None
         else:

@@ -11,7 +11,7 @@ import argparse
 import os
 
 from ...errors import ExitCode, UsageError
-from ..common import home_of, opened, print_json
+from ..common import home_of, print_json, rooted
 from ..parser import Commands, bounded, command, option
 
 
@@ -45,8 +45,8 @@ def status(args: argparse.Namespace) -> int:
     from ..admin import status_report
     from ..render import status_text
 
-    with opened(args) as (home, store):
-        report = status_report(home, store)
+    with rooted(args) as root:
+        report = status_report(root)
     if args.check or args.max_queue_age is not None:
         from ..health import problems
 
@@ -122,8 +122,8 @@ def retry(args: argparse.Namespace) -> int:
 
     if not args.ids and not args.all:
         raise UsageError("name message ids to retry, or use --all")
-    with opened(args) as (home, store):
-        done = retry_messages(home, store, None if args.all else args.ids)
+    with rooted(args) as root:
+        done = retry_messages(root, None if args.all else args.ids)
     if not done:
         print("Nothing to retry.")
     for message_id, what in done:

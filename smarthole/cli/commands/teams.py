@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ...errors import ExitCode
-from ..common import opened
+from ..common import rooted
 from ..parser import Commands, command, option
 
 TASK_ID_HELP = "the task's id or a unique prefix"
@@ -24,8 +24,8 @@ def register(commands: Commands) -> None:
 def agents(args: argparse.Namespace) -> int:
     from ..teams import print_agents
 
-    with opened(args) as (home, _):
-        print_agents(home, as_json=args.json)
+    with rooted(args) as root:
+        print_agents(root.home, as_json=args.json)
     return ExitCode.OK
 
 
@@ -35,8 +35,8 @@ def agents(args: argparse.Namespace) -> int:
 def tasks(args: argparse.Namespace) -> int:
     from ..teams import print_tasks
 
-    with opened(args) as (_, store):
-        print_tasks(store, everything=args.all, as_json=args.json)
+    with rooted(args) as root:
+        print_tasks(root.tasks, everything=args.all, as_json=args.json)
     return ExitCode.OK
 
 
@@ -46,8 +46,8 @@ def tasks(args: argparse.Namespace) -> int:
 def show_task(args: argparse.Namespace) -> int:
     from ..teams import print_task
 
-    with opened(args) as (_, store):
-        print_task(store, args.id, as_json=args.json)
+    with rooted(args) as root:
+        print_task(root.tasks, args.id, as_json=args.json)
     return ExitCode.OK
 
 
@@ -56,7 +56,7 @@ def show_task(args: argparse.Namespace) -> int:
 def abort_task(args: argparse.Namespace) -> int:
     from ..teams import abort
 
-    with opened(args) as (home, store):
-        said = abort(home, store, args.id)
+    with rooted(args) as root:
+        said = abort(root, args.id)
     print(said)
     return ExitCode.OK

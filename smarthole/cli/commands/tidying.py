@@ -6,12 +6,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ...errors import ExitCode
-from ..common import daemon_pid, one_line, opened, title_line
+from ..common import daemon_pid, one_line, rooted, title_line
 from ..parser import ID_HELP, Commands, command, option
 
 if TYPE_CHECKING:
-    from ...db.store import Store
-    from ...home import Home
+    from ...daemon.runtime import Runtime
 
 
 def register(commands: Commands) -> None:
@@ -22,15 +21,13 @@ def register(commands: Commands) -> None:
 @command("new", "end a channel's active conversation")
 @option("--channel", metavar="C", default="default", help="the channel (default: default)")
 def new(args: argparse.Namespace) -> int:
-    from ...conversations import Conversations
-
-    with opened(args) as (home, store):
-        ended = Conversations(store).end_active(args.channel)
+    with rooted(args) as root:
+        ended = root.conversations.end_active(args.channel)
         if ended is None:
             print(f"No active conversation on channel {args.channel}.")
             return ExitCode.OK
-        _summarise_now(home, store)
-        ended = store.conversation(ended.id) or ended
+        _summarise_now(root)
+        ended = root.store.conversation(ended.id) or ended
     print(
         f'Ended "{title_line(ended.title)}" ({ended.id}). The next message on channel '
         f"{args.channel} starts a new conversation."
@@ -38,33 +35,23 @@ def new(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _summarise_now(home: Home, store: Store) -> None:
+def _summarise_now(root: Runtime) -> None:
     """Write due summaries here when no daemon will (no daemon running, and a key is set)."""
     import os
 
-    from ...agent.client import API_KEY_ENV, ModelClient
-    from ...agent.titles import Titler
-    from ...config import load_config
-    from ...db.events import EventLog
+    from ...agent.client import API_KEY_ENV
 
-    if daemon_pid(home) is not None or not os.environ.get(API_KEY_ENV, "").strip():
+    if daemon_pid(root.home) is not None or not os.environ.get(API_KEY_ENV, "").strip():
         return  # the daemon writes it (now, or when it next starts)
-    config = load_config(home)
-    client = ModelClient.from_environment(config.model)
-    try:
-        Titler(store, EventLog(store), client, config.titles).sweep()
-    finally:
-        client.close()
+    root.titler.sweep()
 
 
 @command("rename", "set a conversation's title (pinned)")
 @option("id", metavar="ID", help=ID_HELP)
 @option("title", nargs="+", metavar="TITLE", help="the new title")
 def rename(args: argparse.Namespace) -> int:
-    from ...conversations import Conversations
-
-    with opened(args) as (_, store):
-        conversation = Conversations(store).rename(args.id, " ".join(args.title))
+    with rooted(args) as root:
+        conversation = root.conversations.rename(args.id, " ".join(args.title))
     print(f'Renamed {conversation.id} to "{one_line(conversation.title)}".')
     return ExitCode.OK
 
@@ -72,12 +59,9 @@ def rename(args: argparse.Namespace) -> int:
 @command("prune", "remove the oldest ended conversations beyond [conversation] max_retained")
 @option("--dry-run", action="store_true", help="say what would be removed")
 def prune(args: argparse.Namespace) -> int:
-    from ...config import load_config
-    from ...conversations import Conversations
-
-    with opened(args) as (home, store):
-        limit = load_config(home).conversation.max_retained
-        conversations = Conversations(store)
+    with rooted(args) as root:
+        limit = root.config.conversation.max_retained
+        conversations = root.conversations
         victims = conversations.prunable(limit) if args.dry_run else conversations.prune(limit)
     verb = "Would remove" if args.dry_run else "Removed"
     print(f"{verb} {len(victims)} ended conversation(s) beyond the newest {limit}.")
