@@ -15,16 +15,18 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "smarthole"
+FACE = ""  # smarthole/__init__.py, the plugin face: ``from smarthole import hookimpl``
 
 # Lowest first. The plugin host (layer 2) is what plugins see: the hooks, the manager, the
 # tool registry and the application object, whose plugin-facing part is
-# ``hookspecs.PluginApp``. The built-ins are ordinary plugins, and ``testing`` drives the
-# whole daemon for plugin authors, so both sit on top. MCP servers are a source of tools: they
-# fill the registry, below the agent that calls them and the daemon that starts them.
+# ``hookspecs.PluginApp``, and the face that re-exports them for plugin authors. The built-ins
+# are ordinary plugins, and ``testing`` drives the whole daemon for plugin authors, so both sit
+# on top. MCP servers are a source of tools: they fill the registry, below the agent that calls
+# them and the daemon that starts them.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "fsutil", "formats", "backoff", "home", "config"),
     ("db",),
-    ("hookspecs", "plugins", "isolation", "tools", "app"),
+    (FACE, "hookspecs", "plugins", "isolation", "tools", "app"),
     ("mcpservers",),
     ("agent",),
     ("teams",),
@@ -32,8 +34,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("daemon",),
     ("cli", "__main__", "testing", "builtins", "web"),
 ]
-# What anything may take from the face (smarthole/__init__.py imports nothing of its own).
-FACE_NAMES = {"hookimpl", "__version__"}
 MAX_LINES = 400
 MAX_TOP_LEVEL_MODULES = 12
 SQL_METHODS = {"execute", "executemany", "executescript"}
@@ -65,8 +65,17 @@ def modules() -> Iterator[tuple[str, Path]]:
         yield ".".join(parts), path
 
 
+def is_module(name: str) -> bool:
+    """Whether dotted ``name`` is a module or package under ``smarthole``."""
+    path = PACKAGE.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
-    """``(imported smarthole module, line)`` for every import in the file, relative or not."""
+    """``(imported smarthole module, line)`` for every import in the file, relative or not.
+
+    ``from package import name`` imports the submodule ``name`` when there is one, else the
+    package itself (``from smarthole import hookimpl``: the face)."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -75,27 +84,22 @@ def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
                     yield alias.name.removeprefix("smarthole").lstrip("."), node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[: len(package) - node.level + 1]
+                base = [p for p in package[: len(package) - node.level + 1] if p]
                 target = ".".join([*base, node.module] if node.module else base)
             elif node.module and node.module.split(".")[0] == "smarthole":
                 target = node.module.removeprefix("smarthole").lstrip(".")
             else:
                 continue
-            if target:
-                yield target, node.lineno
-            else:  # ``from smarthole import x``: the face, or a subpackage by name
-                for alias in node.names:
-                    if alias.name not in FACE_NAMES:
-                        yield alias.name, node.lineno
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}" if target else alias.name
+                yield (submodule if is_module(submodule) else target), node.lineno
 
 
 def test_imports_point_down():
     upward = []
     for module, path in modules():
-        if not module:
-            continue  # smarthole/__init__.py: the plugin face re-exports from every layer
         for target, line in imports(module, path):
-            if target and layer_of(target) > layer_of(module):
+            if layer_of(target) > layer_of(module):
                 upward.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} -> {target}")
     assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
 
@@ -103,15 +107,16 @@ def test_imports_point_down():
 def test_no_import_cycles():
     graph: dict[str, set[str]] = {}
     for module, path in modules():
-        graph[module] = {t for t, _ in imports(module, path) if t and t != module}
+        graph[module] = {t for t, _ in imports(module, path) if t != module}
     names = set(graph)
 
-    def resolve(target: str) -> str | None:
-        while target and target not in names:
-            target = target.rpartition(".")[0]
-        return target or None
+    def resolve(target: str) -> str:
+        """The module that holds ``target``: itself, or the nearest package above it."""
+        while target not in names:
+            target = target.rpartition(".")[0]  # down to the face, "", which is a module
+        return target
 
-    edges = {m: {r for t in ts if (r := resolve(t)) and r != m} for m, ts in graph.items()}
+    edges = {m: {r for t in ts if (r := resolve(t)) != m} for m, ts in graph.items()}
     visiting: list[str] = []
     done: set[str] = set()
 
@@ -123,8 +128,6 @@ def test_no_import_cycles():
             pytest.fail("import cycle: " + " -> ".join(cycle))
         visiting.append(node)
         for target in sorted(edges.get(node, ())):
-            if target.split(".")[0] == node.split(".")[0] and "." not in node and "." in target:
-                continue  # a package's __init__ importing its own submodules is no cycle
             visit(target)
         visiting.pop()
         done.add(node)
@@ -175,12 +178,78 @@ def test_the_sql_check_sees_sql_handed_to_a_query_helper(source, found):
 def test_sql_runs_only_in_db():
     found = []
     for module, path in modules():
-        if module.split(".")[0] in ("db", "testing"):
+        if module.split(".")[0] == "db":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if runs_sql(node):
                 found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     assert not found, "SQL outside smarthole/db/:\n" + "\n".join(found)
+
+
+# What the composition root (daemon/runtime.py) builds, once per process, and hands down: a
+# command, the web view or a plugin that built its own would bypass what the root wires in.
+ROOT = "daemon.runtime"
+ROOT_PARTS = {
+    "Agent",
+    "Conversations",
+    "Cursors",
+    "EventHook",
+    "EventLog",
+    "HistoryCache",
+    "Inbox",
+    "Ledger",
+    "Lifecycle",
+    "Outbox",
+    "OutboxRecord",
+    "PendingQuestions",
+    "Processor",
+    "Tasks",
+    "TeamRunner",
+    "Titler",
+    "UsageLog",
+}
+
+
+def builds(node: ast.AST) -> str | None:
+    """The root part a call constructs, if it constructs one (``Ledger(store)``, a model
+    client from the environment)."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    if name in ROOT_PARTS:
+        return name
+    if name == "from_environment" and isinstance(func, ast.Attribute):
+        owner = func.value
+        if isinstance(owner, ast.Name) and owner.id == "ModelClient":
+            return "ModelClient.from_environment"
+    return None
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("Ledger(store)", "Ledger"),
+        ("self.tasks = db.tasks.Tasks(app.store)", "Tasks"),
+        ("ModelClient.from_environment(config.model)", "ModelClient.from_environment"),
+        ("root.ledger.by_status(status)", None),
+        ("Store.open(path)", None),  # the store is the app's: App.store opens it
+    ],
+)
+def test_the_root_check_sees_a_part_built_on_the_spot(source, found):
+    assert next(filter(None, map(builds, ast.walk(ast.parse(source)))), None) == found
+
+
+def test_only_the_composition_root_builds_its_parts():
+    found = []
+    for module, path in modules():
+        if module == ROOT:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if part := builds(node):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {part}")
+    where = "\n".join(found)
+    assert not found, f"built outside the composition root (daemon/runtime.py):\n{where}"
 
 
 def test_modules_are_small():
