@@ -12,6 +12,8 @@ import json
 import pytest
 
 from smarthole.cli import main
+from smarthole.daemon.runtime import Runtime
+from smarthole.home import Home
 from smarthole.testing import text
 from tests.helpers import TEST_PLUGINS, db, drop, run_once, smarthole, wait_for, write_config
 
@@ -59,6 +61,31 @@ def test_events_written_while_the_daemon_was_down_reach_it_when_it_starts(watche
     assert kinds[:2] == ["conversation_renamed", "conversation_ended"]
     run_once(watched, env)
     assert seen(watched) == stored(watched)  # nothing again
+
+
+def test_the_events_of_rename_new_and_tasks_abort_reach_the_hook(watched, env):
+    drop(watched, "hello", "m1")
+    run_once(watched, env)
+    conversation = conversation_id(watched)
+    root = Runtime.for_home(Home(watched))
+    try:
+        task, _ = root.tasks.create(
+            conversation_id=conversation, turn=1, message_id="m1", started_by="toolu_1",
+            task="Do it", agents=["researcher"], max_turns=2,
+        )  # fmt: skip
+    finally:
+        root.close()
+    before = len(seen(watched))
+    assert main(["rename", conversation, "Milk", "--home", str(watched)]) == 0
+    assert main(["new", "--channel", "default", "--home", str(watched)]) == 0
+    assert main(["tasks", "abort", task.id, "--home", str(watched)]) == 0
+    run_once(watched, env)
+    assert seen(watched) == stored(watched)
+    commands = {"conversation_renamed", "conversation_ended", "task_finished"}
+    kinds = [kind for _, kind in seen(watched)[before:] if kind in commands]
+    assert kinds == ["conversation_renamed", "conversation_ended", "task_finished"]
+    (row,) = db(watched).execute("SELECT data FROM events WHERE type = 'task_finished'")
+    assert json.loads(row["data"])["status"] == "aborted"
 
 
 def test_a_cli_command_reaches_a_running_daemons_hook(watched, env, daemons):
