@@ -43,6 +43,7 @@ TRACE_ENV = "SMARTHOLE_TRACE_PLUGINS"
 BUILTIN_PLUGINS: dict[str, str] = {
     "conversation": "smarthole.builtins.conversation",
     "desktop": "smarthole.builtins.desktop.plugin",
+    "teams": "smarthole.builtins.teams",
     "workspace": "smarthole.builtins.workspace.plugin",
 }
 """smarthole's own plugins (``smarthole/builtins/``): the name users see, and the module."""

@@ -43,17 +43,26 @@ def plugin_listing(app: App) -> list[Entry]:
 def agent_listing(app: App) -> list[Entry]:
     """The entry agent first, then each team agent with its description, model and tools.
 
-    The entry agent's tools are those of plugins (an MCP server's come and go as it runs).
+    The entry agent's tools are those of plugins (an MCP server's come and go as it runs), the
+    team tools as the teams runner offers them: ``start_task`` last, once a team is configured.
     """
+    from ..teams.prompts import FINISH_TASK, START_TASK, TEAM_TOOLS
+
     config, team = app.config, app.team
-    entry_tools = [tool.name for tool in app.tools if tool.plugin in app.plugins.info]
+    entry_tools = [
+        tool.name
+        for tool in app.tools
+        if tool.plugin in app.plugins.info and tool.name not in TEAM_TOOLS
+    ]
+    if team and START_TASK in app.tools:
+        entry_tools.append(START_TASK)
     listed: list[Entry] = [
         {
             "name": config.agent.name,
             "role": "entry",
             "description": ENTRY_DESCRIPTION,
             "model": config.model.name,
-            "tools": entry_tools + (["start_task"] if team else []),
+            "tools": entry_tools,
         }
     ]
     for agent in team.values():
@@ -63,7 +72,10 @@ def agent_listing(app: App) -> list[Entry]:
                 "role": "team",
                 "description": agent.description,
                 "model": agent.model,
-                "tools": [*agent.tools, "finish_task"],
+                "tools": [
+                    *(name for name in agent.tools if name not in TEAM_TOOLS),
+                    *([FINISH_TASK] if FINISH_TASK in app.tools else []),
+                ],
             }
         )
     return listed

@@ -7,6 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..config.teams import TeamAgent
 from ..db.tasks import AgentTurn, Task
 
+# The team tools' names (``builtins.teams`` registers them; the runner offers them).
+START_TASK = "start_task"
+FINISH_TASK = "finish_task"
+TEAM_TOOLS = frozenset({START_TASK, FINISH_TASK})
+
 # Scripted fakes find the agent of a request by this line (RecordedRequest.agent).
 AGENT_LINE = 'You are the agent "{name}" in a team of agents working on one task.'
 

@@ -20,10 +20,12 @@ from ..db.states import TaskStatus
 from ..db.tasks import AgentTurn, Task
 from ..errors import InternalError, TeamRequestError, ToolError
 from ..mcpservers import tool_matches
-from ..tools import ToolContext, ToolSet, build_tool
+from ..tools import ToolContext, ToolSet
 from .prompts import (
     ABORTED_NOTE,
-    FINISHED_BY_TOOL,
+    FINISH_TASK,
+    START_TASK,
+    TEAM_TOOLS,
     agent_system,
     completed_note,
     missing_note,
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from ..db.records import Message, StoredMessage
     from ..db.tasks import Tasks
     from ..db.usage import UsageLog
-    from ..tools import Tool
 
 Ending = tuple[TaskStatus, str, str | None]  # status, note, result
 
@@ -74,40 +75,42 @@ class TeamRunner:
         self.stop = stop
         self._running: set[str] = set()
         self._lock = threading.Lock()
-        self._finish_tool = build_tool(finish_task, plugin="teams", idempotent=True)
-        self._start_tool: tuple[object, Tool] | None = None
+        # The entry agent's tools, made again only when the registry's tools or the team change
+        # (the same list each turn keeps the request's bytes, and the prompt cache, the same).
+        self._entry: tuple[object, object, ToolSet] | None = None
 
     @property
     def team(self) -> dict[str, TeamAgent]:
         return self.app.team
 
-    # -- what the entry agent is offered ----------------------------------------------------
+    # -- what each agent is offered ---------------------------------------------------------
 
     def entry_tools(self, tools: ToolSet) -> ToolSet:
-        """``tools`` plus ``start_task`` when at least one agent is configured."""
-        if not self.team:
-            return tools
-        return tools.plus(self._start_task_tool())
+        """``tools`` as the entry agent is offered them: never ``finish_task``, and
+        ``start_task`` (its description listing the agents) when at least one is configured."""
+        team, specs = self.team, tools.specs()
+        if self._entry is None or self._entry[0] is not specs or self._entry[1] is not team:
+            start = tools.get(START_TASK) if team else None
+            if start is not None:
+                description = start_task_description(team, self.app.config.teams.max_turns)
+                start = dataclasses.replace(start, description=description)
+            offered = tools.only(lambda name: name not in TEAM_TOOLS, *filter(None, [start]))
+            self._entry = (specs, team, offered)
+        return self._entry[2]
 
-    def _start_task_tool(self) -> Tool:
-        team = self.team
-        if self._start_tool is None or self._start_tool[0] is not team:
-            tool = build_tool(self._start_task, plugin="teams", idempotent=True, name="start_task")
-            description = start_task_description(team, self.app.config.teams.max_turns)
-            self._start_tool = (team, dataclasses.replace(tool, description=description))
-        return self._start_tool[1]
+    def agent_tools(self, agent: TeamAgent) -> ToolSet:
+        """What team agent ``agent`` is offered: the tools it is allowed, then ``finish_task``."""
+        tools = self.app.tools
 
-    def _start_task(
-        self, task: str, agents: list[str], max_turns: int | None = None, *, context: ToolContext
+        def allowed(name: str) -> bool:
+            return name not in TEAM_TOOLS and any(tool_matches(a, name) for a in agent.tools)
+
+        return tools.only(allowed, *filter(None, [tools.get(FINISH_TASK)]))
+
+    def start_from_tool(
+        self, task: str, agents: list[str], max_turns: int | None, context: ToolContext
     ) -> str:
-        """Hand a task to a team of agents.
-
-        Re-running it after a crash is safe: the task is found by this call's id and resumed.
-
-        :param task: What the team should do, with everything they need to know.
-        :param agents: The agents taking part, in turn order (names from the list).
-        :param max_turns: How many agent turns at most.
-        """
+        """The ``start_task`` tool's call: run the task, and its result as the tool's text."""
         place = HumanTurn(
             context.conversation_id, context.channel, context.turn, context.message_id
         )
@@ -253,11 +256,7 @@ class TeamRunner:
             place,
             self.stop,
         )
-        tools = self.app.tools.only(
-            lambda name: any(tool_matches(allowed, name) for allowed in agent.tools),
-            self._finish_tool,
-        )
-        outcome = self.agent.run(session, tools=tools, model=agent.model)
+        outcome = self.agent.run(session, tools=self.agent_tools(agent), model=agent.model)
         messages = self.tasks.messages(task.id, index)
         calls = [block["name"] for m in messages if m.kind == "assistant" for block in m.tool_uses]
         result = _finish_result(messages)
@@ -291,18 +290,6 @@ class TeamRunner:
         self.events.emit(type, **place.where, db=db, task=task.id, **data)
 
 
-def finish_task(result: str, *, context: ToolContext) -> str:
-    """Finish the team's task with its final result; the task ends after your turn.
-
-    The result goes to the agent who started the task, so make it complete and self-contained.
-
-    :param result: The final result of the task.
-    """
-    if not result.strip():
-        raise ToolError("result is required and must be a non-empty string.")
-    return FINISHED_BY_TOOL
-
-
 def _finish_result(messages: list[StoredMessage]) -> str | None:
     """The result of the last successful ``finish_task`` call of an agent turn, if any."""
     failed = {
@@ -312,7 +299,7 @@ def _finish_result(messages: list[StoredMessage]) -> str | None:
     }
     calls = [b for m in messages if m.kind == "assistant" for b in m.tool_uses]
     for block in reversed(calls):
-        if block["name"] == "finish_task" and block["id"] not in failed:
+        if block["name"] == FINISH_TASK and block["id"] not in failed:
             arguments = block.get("input")
             if isinstance(arguments, dict) and isinstance(arguments.get("result"), str):
                 return str(arguments["result"]).strip()

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from smarthole.app import App
+from smarthole.home import Home
 from smarthole.testing import text, tool_use
 from tests.helpers import db, drop, finals, run_once, write_config
 
@@ -128,6 +130,7 @@ def test_start_task_is_offered_only_when_agents_are_configured(home, fake, env):
     drop(home, "hello", "m1")
     run_once(home, env)
     assert "start_task" not in fake.requests[0].tools
+    assert "finish_task" not in fake.requests[0].tools
     write_config(home, agents=TEAM)
     drop(home, "hello again", "m2")
     run_once(home, env)
@@ -136,6 +139,21 @@ def test_start_task_is_offered_only_when_agents_are_configured(home, fake, env):
     assert "- researcher: Finds facts in the notes" in start["description"]
     assert "- critic: Checks the facts" in start["description"]
     assert "finish_task" not in fake.requests[-1].tools
+
+
+def test_the_team_tools_are_a_built_in_plugin_like_any_other(team_home, fake, env):
+    app = App.load(Home(team_home))
+    try:
+        assert app.plugins.info["teams"].source == "built-in"
+        assert app.plugins.hook_names("teams") == ["register_tools"]
+        assert {t.name for t in app.tools if t.plugin == "teams"} == {"start_task", "finish_task"}
+    finally:
+        app.close()
+    write_config(team_home, agents=TEAM, plugins={"disabled": ["teams"]})
+    fake.default = text("hi")
+    drop(team_home, "hello", "m1")
+    run_once(team_home, env)
+    assert not {"start_task", "finish_task"} & set(fake.requests[0].tools)
 
 
 def test_each_agent_runs_with_its_own_model_tools_and_instructions_file(home, fake, env):
