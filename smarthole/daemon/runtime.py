@@ -78,11 +78,13 @@ class Runtime:
         stop: threading.Event | None = None,
     ) -> Runtime:
         """The daemon's root (or an in-process test's) over ``app``, attached to it so the
-        built-in plugins reach the same parts. The parts that process messages are made now:
-        a config the model client refuses (no API key) fails here, before anything starts."""
+        built-in plugins reach the same parts. The parts that process messages are made now,
+        before any worker thread could race to make one: a config the model client refuses
+        (no API key) fails here, before anything starts."""
         root = cls(app.home, app=app, env=env, stop=stop)
         app.root = root
-        root.processor  # noqa: B018 -- built now, for the start-up check above
+        root.processor  # noqa: B018 -- and with it every part a turn uses
+        root.event_hook  # noqa: B018 -- woken by the event log from any thread
         return root
 
     @classmethod
@@ -107,11 +109,16 @@ class Runtime:
             raise InternalError("this part needs the daemon's app; a command's root has none")
         return self._app
 
-    @cached_property
+    @property
     def config(self) -> Config:
-        """The config read once for a command; the daemon's is ``app.config`` (reloadable)."""
+        """The daemon's ``app.config``, read at each use (a reload swaps it); a command's, read
+        from ``config.toml`` once, when first wanted."""
         if self._app is not None:
             return self._app.config
+        return self._config_on_disk
+
+    @cached_property
+    def _config_on_disk(self) -> Config:
         from ..config import load_config
 
         return load_config(self.home)
