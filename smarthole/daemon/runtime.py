@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger
     from ..db.outbox import OutboxRecord
     from ..db.pending import PendingQuestions
+    from ..db.search import Search
     from ..db.store import Store
     from ..db.tasks import Tasks
     from ..db.usage import UsageLog
@@ -168,6 +169,13 @@ class Runtime:
         from ..db.pending import PendingQuestions
 
         return PendingQuestions(self.store)
+
+    @cached_property
+    def search(self) -> Search:
+        """What was said, found through the full-text index."""
+        from ..db.search import Search
+
+        return Search(self.store)
 
     @cached_property
     def outbox_record(self) -> OutboxRecord:

@@ -11,7 +11,7 @@ from ..errors import StoreError
 from ..formats import micros, parse_time
 from ..fsutil import PRIVATE_FILE, make_private
 from .records import stored_text
-from .schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
+from .schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, statements
 
 
 def connect(path: Path, *, check: bool) -> sqlite3.Connection:
@@ -60,11 +60,11 @@ def migrate(db: sqlite3.Connection) -> None:
         if version is not None and version < SCHEMA_VERSION:
             _define_functions(db)
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target]:
-                    db.execute(statement)
+                for step in MIGRATIONS[target]:
+                    db.execute(step) if isinstance(step, str) else step(db)
         # After the migrations, which need the old tables as they were: CREATE ... IF NOT
         # EXISTS makes a new database's tables, and nothing in a migrated one.
-        for statement in _statements(SCHEMA):
+        for statement in statements(SCHEMA):
             db.execute(statement)
         db.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
@@ -75,10 +75,6 @@ def migrate(db: sqlite3.Connection) -> None:
     except BaseException:
         db.execute("ROLLBACK")
         raise
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
 
 
 def _define_functions(db: sqlite3.Connection) -> None:

@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
-from .records import KIND_CODES, KINDS, ROLES
+from collections.abc import Callable
+from sqlite3 import Connection
 
-SCHEMA_VERSION = 7
+from .records import KIND_CODES, KINDS, ROLES
+from .searchindex import SEARCH_TABLES, build_index
+
+SCHEMA_VERSION = 8
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -195,9 +199,28 @@ def rekeyed(table: str, scope: str, place: str) -> tuple[str, ...]:
     )
 
 
+def statements(script: str) -> tuple[str, ...]:
+    """The statements of ``script``, split at each ``;`` that ends a line (a trigger's body
+    holds several, each ending its line too: they are split at ``END;`` only)."""
+    found, current = [], []
+    for line in script.strip().splitlines():
+        current.append(line)
+        stripped = line.strip()
+        inside = any(part.lstrip().upper().startswith("CREATE TRIGGER") for part in current)
+        if stripped.endswith(";") and (not inside or stripped.upper() == "END;"):
+            found.append("\n".join(current).strip().rstrip(";"))
+            current = []
+    if "".join(current).strip():
+        found.append("\n".join(current).strip())
+    return tuple(found)
+
+
+# A step of a migration: SQL text, or a function of the connection (inside its transaction).
+Step = str | Callable[[Connection], None]
+
 # What turns a database of version N - 1 into version N. SCHEMA always creates the newest
 # tables, so a new database starts at SCHEMA_VERSION and runs none of these.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+MIGRATIONS: dict[int, tuple[Step, ...]] = {
     2: ("ALTER TABLE inbox ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0",),
     3: tuple(s.strip() for s in TASK_TABLES.split(";") if s.strip()),
     4: tuple(s.strip() for s in USAGE_TABLES.split(";") if s.strip()),
@@ -212,6 +235,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         *rekeyed("tool_calls", "conversation_id", "turn"),
         *rekeyed("task_tool_calls", "task_id", "agent_turn"),
     ),
+    # Full-text search: the index, its triggers, and what the store already holds indexed.
+    8: (*statements(SEARCH_TABLES), build_index),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -316,4 +341,5 @@ CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id
     + USAGE_TABLES
     + MESSAGE_TABLES
     + MESSAGE_VIEWS
+    + SEARCH_TABLES
 )

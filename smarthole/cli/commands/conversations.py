@@ -1,5 +1,5 @@
-"""Conversations: list them (``conversations``/``ls``), read one (``show``), talk (``chat``,
-``resume``), and move them in and out (``export``, ``import``)."""
+"""Conversations: list them (``conversations``/``ls``), find what was said (``search``), read
+one (``show``), talk (``chat``, ``resume``), and move them in and out (``export``, ``import``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from ..parser import ID_HELP, Commands, bounded, command, number, one_of, option
 
 if TYPE_CHECKING:
     from ...daemon.runtime import Runtime
+    from ...db.search import SearchHit
 
 
 def register(commands: Commands) -> None:
-    for declared in (conversations, show, resume, chat, export, import_context):
+    for declared in (conversations, search, show, resume, chat, export, import_context):
         commands.add(declared)
 
 
@@ -39,6 +40,44 @@ def conversations(args: argparse.Namespace) -> int:
     else:
         print(conversation_list(views, now()))
     return ExitCode.OK
+
+
+@command("search", "find what was said in any conversation (best match first)")
+@option("query", metavar="QUERY", help='words; FTS5 syntax works: "a phrase", OR, NEAR, pre*')
+@option("--conversation", metavar="ID", help="only this conversation (id or unique prefix)")
+@option("--channel", metavar="C", help="only this channel's conversations")
+@option("--since", metavar="DATE", help="only from then on: 2026-11-20, 2026-11-20T08:00, 7d, 12h")
+@option("--role", choices=("human", "agent", "tool", "team"), help="only what this side said")
+@option("--limit", type=bounded(int, 1), default=20, metavar="N", help="at most N hits (20)")
+@option("--json", action="store_true", help="a JSON list")
+def search(args: argparse.Namespace) -> int:
+    from ..searching import hit_dict, hit_lines
+
+    with rooted(args) as root:
+        hits = _search(root, args, limit=args.limit)
+    if args.json:
+        print_json([hit_dict(h) for h in hits])
+    elif not hits:
+        print("Nothing found.")
+    else:
+        print(hit_lines(hits))
+    return ExitCode.OK
+
+
+def _search(root: Runtime, args: argparse.Namespace, *, limit: int) -> list[SearchHit]:
+    """The hits ``args`` asks for (``query`` and the filters ``search`` takes)."""
+    from ...db.search import Filters
+    from ..searching import since_time
+
+    wanted = getattr(args, "conversation", None)
+    since = getattr(args, "since", None)
+    filters = Filters(
+        conversation_id=root.conversations.get(wanted).id if wanted else None,
+        channel=getattr(args, "channel", None),
+        since=since_time(since, now()) if since else None,
+        role=getattr(args, "role", None),
+    )
+    return root.search.search(args.query, filters=filters, limit=limit)
 
 
 @command("show", "print a conversation's transcript")
@@ -69,15 +108,30 @@ def show(args: argparse.Namespace) -> int:
 
 
 @command("resume", "pick a conversation and continue it in chat")
-@option("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list")
+@one_of(
+    option("id", nargs="?", metavar="ID", help=ID_HELP + "; without one, pick from a list"),
+    option("--search", dest="query", metavar="QUERY", help="pick from the conversations it finds"),
+)
 def resume(args: argparse.Namespace) -> int:
     from ..chat import chat_daemon, pick, talk
     from ..render import conversation_list, last_exchange
+    from ..searching import hit_lines, per_conversation
 
     with rooted(args) as root:
         conversations = root.conversations
         if args.id:
             chosen = conversations.get(args.id)
+        elif args.query is not None:
+            found = per_conversation(_search(root, args, limit=200))[:20]
+            if not found:
+                print("No conversation matches.")
+                return ExitCode.OK
+            print("Conversations that match, best first:\n")
+            print(hit_lines(found))
+            picked = pick(len(found))
+            if picked is None:
+                return ExitCode.OK
+            chosen = conversations.get(found[picked - 1].conversation_id)
         else:
             views = conversations.recent(limit=20, now=now())
             if not views:
