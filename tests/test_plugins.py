@@ -52,6 +52,7 @@ def test_builtins_load_and_provide_the_core_tools(tmp_path):
         "send_message",
         "end_conversation",
         "get_conversation",
+        "search_conversations",
         "read_file",
         "write_file",
         "edit_file",

@@ -1,4 +1,5 @@
-"""Built-in conversation tools: send_message, end_conversation, get_conversation."""
+"""Built-in conversation tools: send_message, end_conversation, get_conversation,
+search_conversations."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def register_tools(register: Any) -> None:
     register(send_message, idempotent=True)
     register(end_conversation, idempotent=True)
     register(get_conversation, idempotent=True)
+    register(search_conversations, idempotent=True)
 
 
 def send_message(message: str, is_question: bool = False, *, context: ToolContext) -> str:
@@ -98,3 +100,38 @@ def _describe(conversation: Any) -> dict[str, Any]:
         "last_active_at": conversation.updated_at.isoformat(),
         "ended_at": conversation.ended_at.isoformat() if conversation.ended_at else None,
     }
+
+
+def search_conversations(query: str, limit: int = 10, *, context: ToolContext) -> str:
+    """Search what was said in other conversations: the person's messages, your replies, tool
+    results, team work, titles and summaries. Best matches first.
+
+    Use it to recall something discussed before ("what did I say about the bank?"); then
+    get_conversation reads a whole conversation by its id.
+
+    :param query: Words to find. Quotes make a phrase ("oat milk"), OR gives either word,
+        and a trailing * matches a prefix (recip*).
+    :param limit: How many matches to return (1-50).
+    """
+    from ..daemon.runtime import Runtime
+    from ..db.search import Filters
+    from ..errors import SmartholeError
+
+    try:
+        hits = Runtime.of(context.app).search.search(
+            query,
+            filters=Filters(exclude=context.conversation_id),
+            limit=min(max(limit, 1), 50),
+        )
+    except SmartholeError as exc:
+        raise ToolError(str(exc)) from exc
+    if not hits:
+        return f"No other conversation mentions {query!r}."
+    lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''}, best first:"]
+    for hit in hits:
+        title = f'"{hit.title}"' if hit.title else "(untitled)"
+        lines.append(
+            f"- conversation {hit.conversation_id} {title}, {hit.at:%Y-%m-%d %H:%M} UTC, "
+            f"{hit.who}: {hit.marked()}"
+        )
+    return "\n".join(lines)
