@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
 from ..daemon.runtime import Runtime
+from ..db.search import MAX_QUERY_CHARS
 from ..home import Home, holder
 from .api import Api
 from .auth import Gate, cookie_name, host_checker, reads, writes
@@ -48,7 +49,7 @@ def create_app(
     home.ensure()
     root = Runtime.for_home(home)
     store, events = root.store, root.events
-    reader = Reader(store, root.tasks, root.pending)
+    reader = Reader(store, root.tasks, root.pending, root.search)
     follower = EventFollower(
         events, daemon_running=lambda: holder(home.lock_file) is not None, interval=poll_seconds
     )
@@ -102,7 +103,7 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
 
     return [
         # pages
-        Route("/", reads(_html(lambda r: pages.conversations(_int(r, "page", 1))))),
+        Route("/", reads(_html(lambda r: pages.conversations(_int(r, "page", 1), _q(r))))),
         Route("/new", reads(_html(new))),
         Route("/c/{id}", reads(_html(conversation))),
         Route("/tasks", reads(_html(lambda r: pages.tasks()))),
@@ -148,6 +149,11 @@ def _json(build: Callable[[Request], dict[str, Any]]) -> Callable[[Request], Any
 def _int(request: Request, name: str, default: int) -> int:
     value = request.query_params.get(name, "")
     return int(value) if value.isdigit() else default
+
+
+def _q(request: Request) -> str:
+    """The search query of a list page (the search box's ``q``), bounded like any query."""
+    return request.query_params.get("q", "")[: MAX_QUERY_CHARS + 1]
 
 
 def _turn(request: Request) -> int | None:

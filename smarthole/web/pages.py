@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from ..agent.prompts import UNTITLED
 from ..errors import LookupFailed
 from ..formats import utc_now
 from . import markdown
@@ -36,6 +37,7 @@ def environment() -> Environment:
     env.filters["markdown"] = markdown.render
     env.filters["ago"] = ago
     env.globals["STATES"] = STATES
+    env.globals["UNTITLED"] = UNTITLED
     return env
 
 
@@ -75,10 +77,16 @@ class Pages:
 
     # -- the list of conversations ----------------------------------------------------------
 
-    def conversations(self, page: int) -> str:
+    def conversations(self, page: int, query: str = "") -> str:
+        """The list, or with ``query`` what a search finds (a page that does not follow)."""
         last_event = self.events.latest_id()  # before the reads: what follows is news
+        if query.strip():
+            found = self.reader.search(query)
+            return self.render(
+                "conversations.html", listing=None, found=found, last_event=last_event
+            )
         listing = self.reader.conversations(page)
-        return self.render("conversations.html", listing=listing, last_event=last_event)
+        return self.render("conversations.html", listing=listing, found=None, last_event=last_event)
 
     def conversations_fragment(self, page: int) -> dict[str, Any]:
         return {"html": self.part("conversation_list", self.reader.conversations(page))}

@@ -17,14 +17,17 @@ from ..agent.prompts import UNTITLED
 from ..conversations import resolve_conversation
 from ..db.pending import PendingQuestions
 from ..db.records import Conversation
+from ..db.search import Search, SearchHit
 from ..db.states import TurnStatus
 from ..db.store import Store
 from ..db.tasks import Task, Tasks
 from ..db.usage import UsageTotals
 from ..db.webviews import Said, TaskStep, WebViews
+from ..errors import UsageError
 from ..formats import iso
 
 PAGE_SIZE = 50  # conversations on a page of the list
+SEARCH_HITS = 50  # hits a search shows
 TURNS_SHOWN = 50  # human turns a conversation page shows at first; earlier ones on demand
 STATES = {
     "new": "new",
@@ -80,6 +83,15 @@ class ConversationPage:
     page: int
     pages: int
     total: int
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """A search from the Conversations page: its hits, or why it could not run."""
+
+    query: str
+    hits: list[SearchHit]
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,11 +200,14 @@ class SessionBar:
 class Reader:
     """The web view's reads of one store."""
 
-    def __init__(self, store: Store, tasks: Tasks, pending: PendingQuestions) -> None:
+    def __init__(
+        self, store: Store, tasks: Tasks, pending: PendingQuestions, search: Search
+    ) -> None:
         self.store = store
         self.views = WebViews(store)
         self.tasks = tasks
         self.pending = pending
+        self.finder = search
 
     # -- conversations ----------------------------------------------------------------------
 
@@ -203,6 +218,13 @@ class Reader:
         waiting = {q.conversation_id for q in self.pending.all()}
         rows = [ConversationRow(c, state_of(statuses.get(c.id), c.id in waiting)) for c in found]
         return ConversationPage(rows, page, max(1, math.ceil(total / PAGE_SIZE)), total)
+
+    def search(self, query: str) -> SearchResults:
+        """What ``smarthole search`` finds for ``query``, best first."""
+        try:
+            return SearchResults(query, self.finder.search(query, limit=SEARCH_HITS))
+        except UsageError as exc:
+            return SearchResults(query, [], str(exc))
 
     def conversation(self, wanted: str) -> ConversationRow:
         """A conversation by id or unique prefix; ``LookupFailed`` otherwise."""
