@@ -36,6 +36,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
    30 s), reconnects, acks/s (benchlib/desktopburst.py).
 9. web view (issue 34): event -> DOM latency p50/p95 over 200 events, opening a 10,000-message
    conversation, and the view's CPU with 20 idle pages open (benchlib/web.py; needs Chromium).
+10. search (issue 37): p95 of a two-word query over 100,000 messages (quick 20,000), a
+   message's store time and the database's size with the index beside the same store
+   without it (benchlib/searchbench.py).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.report import Row, markdown, save_json, table
+from benchlib.searchbench import search_rows
 from benchlib.storage import storage_rows
 from benchlib.web import web_rows
 
@@ -67,7 +71,7 @@ import smarthole
 from smarthole import __version__
 from smarthole.testing import FakeMessagesAPI, echo
 
-PARTS = ("pickup", "backlog", "history", "costs", "cache", "burst", "web")
+PARTS = ("pickup", "backlog", "history", "costs", "cache", "burst", "web", "search")
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,14 @@ class Sizes:
     channels: int = 10
     turns: int = 20
     burst: int = 5_000
+    search_messages: int = 100_000
+    store_samples: int = 400
 
 
 FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
-QUICK = Sizes(100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,), 0.0, burst=1_000)
+QUICK = Sizes(
+    100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,), 0.0, burst=1_000, search_messages=20_000
+)
 
 
 def measure(
@@ -125,6 +133,7 @@ def measure(
         "cache": lambda: cache_rows(root, fake, sizes.turns),
         "burst": lambda: burst_rows(root, sizes.burst),
         "web": lambda: web_rows(root),
+        "search": lambda: search_rows(root, sizes.search_messages, sizes.store_samples),
     }
     rows = runs[part]()
     if part == "backlog":

@@ -18,7 +18,10 @@ from smarthole.agent.history import History, HistoryCache
 from smarthole.agent.prompts import turn_context
 from smarthole.config import Config
 from smarthole.daemon import Daemon
+from smarthole.db.events import EventLog
+from smarthole.db.search import Search
 from smarthole.db.store import Store
+from smarthole.db.usage import UsageLog
 from smarthole.formats import utc_now
 from smarthole.home import Home
 from smarthole.pipeline.message import render_message_file
@@ -66,6 +69,74 @@ def fill_conversation(store: Store, texts: list[str]) -> tuple[str, int]:
             block = [{"type": "text", "text": text}]
             store.append_message(conversation.id, number, role, block, db=db)
     return conversation.id, number
+
+
+def fill_conversations(store: Store, texts: list[str], per_conversation: int = 100) -> None:
+    """``texts`` as conversations of ``per_conversation`` messages over 7 channels, alternating
+    user and assistant (two a turn), written through the store's API in one transaction."""
+    with store.transaction() as db:
+        conversation, number = None, 0
+        for index, text in enumerate(texts):
+            if index % per_conversation == 0:
+                conversation, number = store.create_conversation(f"channel{index % 7}"), 0
+            assert conversation is not None
+            if index % 2 == 0:
+                number = store.start_turn(db, conversation.id, f"bench-{index}")
+            role = "user" if index % 2 == 0 else "assistant"
+            store.append_message(
+                conversation.id, number, role, [{"type": "text", "text": text}], db=db
+            )
+
+
+def store_reply(
+    store: Store, conversation_id: str, number: int, text: str, *, durable: bool
+) -> None:
+    """One reply stored as the turn recorder stores a model's reply (``record_assistant``):
+    the message, its ``message_stored`` event and its usage row in one transaction (durable:
+    the commit waits for the disk, as a reply's does; not: only the CPU's share)."""
+    with store.transaction(durable=durable) as db:
+        stored = store.append_message(
+            conversation_id, number, "assistant", [{"type": "text", "text": text}], db=db
+        )
+        EventLog(store).emit(
+            "message_stored",
+            conversation=conversation_id,
+            channel="store-time",
+            turn=number,
+            message_id=f"store-time-{conversation_id}",
+            db=db,
+            role="assistant",
+            kind="assistant",
+            stored_id=stored.id,
+            stop_reason="end_turn",
+            usage=USAGE,
+        )
+        UsageLog(store).record(
+            USAGE,
+            purpose="turn",
+            model="claude-haiku-4-5",
+            conversation_id=conversation_id,
+            turn=number,
+            db=db,
+        )
+
+
+USAGE = {"input_tokens": 1200, "output_tokens": 60, "cache_read_input_tokens": 900}
+
+
+def without_search_index(store: Store) -> None:
+    """Stop indexing in ``store`` (what a store before schema 8 did): the baseline of the
+    search rows. The index's triggers go until the store is opened again."""
+    for trigger in store.query(
+        "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'search_%'"
+    ):
+        store.write(f"DROP TRIGGER {trigger[0]}")
+    store.write("INSERT INTO search_index (search_index) VALUES ('delete-all')")
+
+
+def search(store: Store, query: str, limit: int = 20) -> int:
+    """What ``smarthole search QUERY`` does in the store; how many hits."""
+    return len(Search(store).search(query, limit=limit))
 
 
 def message_file(text: str, *, message_id: str, channel: str) -> bytes:
