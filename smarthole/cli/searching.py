@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import Any
 
 from ..db.search import SearchHit
 from ..errors import UsageError
-from ..formats import iso
 from .common import title_line
 from .output import one_line
 
@@ -44,20 +42,6 @@ def hit_lines(hits: list[SearchHit], *, numbered: bool = True) -> str:
         )
         lines.append(f"   {one_line(hit.marked())}")
     return "\n".join(lines)
-
-
-def hit_dict(hit: SearchHit) -> dict[str, Any]:
-    return {
-        "conversation_id": hit.conversation_id,
-        "title": hit.title,
-        "channel": hit.channel,
-        "at": iso(hit.at),
-        "role": hit.role,
-        "who": hit.who,
-        "snippet": hit.snippet,
-        "matches": [text for text, matched in hit.parts if matched],
-        "rank": hit.rank,
-    }
 
 
 def per_conversation(hits: list[SearchHit]) -> list[SearchHit]:

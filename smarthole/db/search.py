@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import StoreError, UsageError
-from ..formats import CONTROL_CHARACTERS, from_micros, micros
+from ..formats import CONTROL_CHARACTERS, from_micros, iso, micros
 from .connection import Database
 from .searchindex import MESSAGE_ROLE, MESSAGE_WHO
 
@@ -41,6 +41,20 @@ class SearchHit:
     @property
     def snippet(self) -> str:
         return "".join(text for text, _ in self.parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The hit as ``search --json`` and the web view's API give it."""
+        return {
+            "conversation_id": self.conversation_id,
+            "title": self.title,
+            "channel": self.channel,
+            "at": iso(self.at),
+            "role": self.role,
+            "who": self.who,
+            "snippet": self.snippet,
+            "matches": [text for text, matched in self.parts if matched],
+            "rank": self.rank,
+        }
 
     def marked(self, open_mark: str = "**", close_mark: str = "**") -> str:
         """The snippet on one line, each match between the marks."""

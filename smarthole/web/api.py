@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..db.events import Event, EventLog
+from ..db.search import MAX_QUERY_CHARS
 from ..db.store import Store
 from ..errors import LookupFailed
 from ..home import Home
@@ -53,6 +54,14 @@ class Api:
                 "total": listing.total,
             }
         )
+
+    def search(self, request: Request) -> Response:
+        """What ``smarthole search --json`` finds for ``q`` (the page's search box's hits)."""
+        query = request.query_params.get("q", "")[: MAX_QUERY_CHARS + 1]
+        found = self.reader.search(query)
+        if found.error is not None:
+            return _error(400, found.error)
+        return JSONResponse({"query": query, "hits": [hit.as_dict() for hit in found.hits]})
 
     def conversation(self, request: Request) -> Response:
         try:

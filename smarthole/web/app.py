@@ -115,6 +115,7 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
         # the JSON API
         Route("/api/conversations", reads(_sync(api.conversations))),
         Route("/api/conversations/{id}", reads(_sync(api.conversation))),
+        Route("/api/search", reads(_sync(api.search))),
         Route("/api/tasks", reads(_sync(api.tasks))),
         Route("/api/tasks/{id}/abort", writes(_sync(api.abort)), methods=["POST"]),
         Route("/api/messages", writes(api.post_message), methods=["POST"]),

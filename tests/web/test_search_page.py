@@ -82,3 +82,12 @@ def test_searching_from_the_box_and_opening_a_hit(page: Page, said, web):
     first.locator("a.title").click()
     expect(page.get_by_test_id("conversation-title")).to_have_text(f"Gauge {SCRIPT}")
     assert page.evaluate("window.pwned") is None
+
+
+def test_the_api_gives_the_same_hits_as_json(client, bearer, said):
+    answer = client.get("/api/search", params={"q": "rain"}, headers=bearer).json()
+    assert answer["query"] == "rain"
+    assert answer["hits"] == [hit.as_dict() for hit in cli_hits(said, "rain")]
+    refused = client.get("/api/search", params={"q": ""}, headers=bearer)
+    assert refused.status_code == 400 and "empty" in refused.json()["error"]
+    assert client.get("/api/search", params={"q": "rain"}).status_code == 401

@@ -51,12 +51,12 @@ def conversations(args: argparse.Namespace) -> int:
 @option("--limit", type=bounded(int, 1), default=20, metavar="N", help="at most N hits (20)")
 @option("--json", action="store_true", help="a JSON list")
 def search(args: argparse.Namespace) -> int:
-    from ..searching import hit_dict, hit_lines
+    from ..searching import hit_lines
 
     with rooted(args) as root:
         hits = _search(root, args, limit=args.limit)
     if args.json:
-        print_json([hit_dict(h) for h in hits])
+        print_json([h.as_dict() for h in hits])
     elif not hits:
         print("Nothing found.")
     else:
