@@ -20,6 +20,7 @@ from .searchindex import MESSAGE_ROLE, MESSAGE_WHO
 
 ROLES = ("human", "agent", "tool", "team")
 MAX_QUERY_CHARS = 10_000
+MAX_HITS = 1_000  # a larger limit gives this many
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use marks around a match in a snippet
 _SNIPPET_TOKENS = 16
 
@@ -90,6 +91,7 @@ class Search:
             raise UsageError(f"the search query is longer than {MAX_QUERY_CHARS:,} characters")
         if filters.role is not None and filters.role not in ROLES:
             raise UsageError(f"role must be one of {', '.join(ROLES)}, not {filters.role!r}")
+        limit = max(1, min(limit, MAX_HITS))
         try:
             return self._search(query, filters, limit)
         except StoreError as exc:

@@ -66,13 +66,16 @@ def found(store, query, **filters):
 
 def test_every_side_of_a_conversation_and_its_team_is_found(home, fake, env):
     """The person, the entry agent, a tool result, the team's task and turns, title, summary."""
-    write_config(home, agents={"baker": {"description": "Knows bread", "instructions": "Bake."}})
+    baker = {"description": "Knows bread", "instructions": "Bake.", "tools": ["read_file"]}
+    write_config(home, agents={"baker": baker})
     (home / "workspace" / "notes.md").write_text("The bakery on Elm Street opens at seven.")
+    (home / "workspace" / "flour.md").write_text("The spelt flour is in the pantry.")
     fake.add(tool_use("read_file", {"path": "notes.md"}), entry_agent=True)
     fake.add(
         tool_use("start_task", {"task": "Compare sourdough recipes", "agents": ["baker"]}),
         entry_agent=True,
     )
+    fake.add(tool_use("read_file", {"path": "flour.md"}), agent="baker")
     fake.add(tool_use("finish_task", {"result": "Rye starter wins."}), agent="baker")
     fake.add(text("Rye starter, proofed overnight."), agent="baker")
     fake.add(text("Go to Elm Street at seven; the team prefers rye."), entry_agent=True)
@@ -104,6 +107,7 @@ def test_every_side_of_a_conversation_and_its_team_is_found(home, fake, env):
         ]
         assert {who for who, _ in found(store, "bakery")} >= {"title", "person", "tool"}
         assert found(store, "croissant") == [("summary", "Asked about a croissant shop")]
+        assert found(store, "pantry") == [("tool", "1: The spelt flour is in the pantry.")]
         assert found(store, "overnight") == [("baker", "Rye starter, proofed overnight.")]
         hit = search.search("sourdough", filters=Filters(role="team"))[0]
         assert (hit.conversation_id, hit.title, hit.channel) == (
@@ -147,6 +151,18 @@ def test_what_is_deleted_or_replaced_is_no_longer_found(store, tmp_path):
     assert found(store, "apples OR apple OR cake") == [("person", "apples for the pie")]
     assert found(store, "pie") == [("person", "apples for the pie")]
     assert found(store, "tart") == [("title", "Tart plans")]
+    assert index_problems(tmp_path / "smarthole.db") == []
+
+
+def test_a_rolled_back_store_leaves_nothing_in_the_index(store, tmp_path):
+    conversation = say(store, "default", "kept words")
+    with pytest.raises(RuntimeError), store.transaction() as db:
+        store.append_message(conversation.id, 1, "assistant", [block("vanished words")], db=db)
+        store.set_title(conversation.id, "Vanished title")
+        assert found(store, "vanished")  # inside the transaction, it is there
+        raise RuntimeError("the turn failed")
+    assert found(store, "vanished") == []
+    assert found(store, "words") == [("person", "kept words")]
     assert index_problems(tmp_path / "smarthole.db") == []
 
 
@@ -198,6 +214,7 @@ def test_filters_narrow_the_hits(store):
     latest = Search(store).search("plants")[0].at
     assert len(found(store, "plants", since=latest)) == 1
     assert len(Search(store).search("plants", limit=2)) == 2
+    assert len(Search(store).search("plants", limit=10**9)) == 4
 
 
 def test_an_unknown_role_is_refused(store):

@@ -48,7 +48,13 @@ def conversations(args: argparse.Namespace) -> int:
 @option("--channel", metavar="C", help="only this channel's conversations")
 @option("--since", metavar="DATE", help="only from then on: 2026-11-20, 2026-11-20T08:00, 7d, 12h")
 @option("--role", choices=("human", "agent", "tool", "team"), help="only what this side said")
-@option("--limit", type=bounded(int, 1), default=20, metavar="N", help="at most N hits (20)")
+@option(
+    "--limit",
+    type=bounded(int, 1),
+    default=20,
+    metavar="N",
+    help="at most N hits (20; 1,000 at most)",
+)
 @option("--json", action="store_true", help="a JSON list")
 def search(args: argparse.Namespace) -> int:
     from ..searching import hit_lines
