@@ -105,6 +105,13 @@ CREATE TRIGGER IF NOT EXISTS search_message_deleted AFTER DELETE ON message_rows
     INSERT INTO search_index (search_index, rowid, body)
     SELECT 'delete', old.id, body FROM (SELECT {_message_body("old")} AS body) WHERE body != '';
 END;
+CREATE TRIGGER IF NOT EXISTS search_message_changed AFTER UPDATE OF text, content
+ON message_rows BEGIN
+    INSERT INTO search_index (search_index, rowid, body)
+    SELECT 'delete', old.id, body FROM (SELECT {_message_body("old")} AS body) WHERE body != '';
+    INSERT INTO search_index (rowid, body)
+    SELECT new.id, body FROM (SELECT {_message_body("new")} AS body) WHERE body != '';
+END;
 CREATE TRIGGER IF NOT EXISTS search_doc_added AFTER INSERT ON search_docs BEGIN
     INSERT INTO search_index (rowid, body) VALUES (new.doc, new.body);
 END;

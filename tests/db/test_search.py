@@ -130,6 +130,9 @@ def test_text_inside_content_blocks_is_indexed_but_tool_inputs_and_images_are_no
     assert found(store, "looking") == [("agent", "Looking it up")]
     assert found(store, "okapi") == [("tool", "okapi")]
     assert found(store, "zebra") == found(store, "giraffe") == []
+    store.delete_conversation(conversation.id)  # each row's text is worked out again, alike
+    assert found(store, "looking OR okapi OR start") == []
+    assert index_problems(store.path) == []
 
 
 def test_what_is_deleted_or_replaced_is_no_longer_found(store, tmp_path):
@@ -151,6 +154,14 @@ def test_what_is_deleted_or_replaced_is_no_longer_found(store, tmp_path):
     assert found(store, "apples OR apple OR cake") == [("person", "apples for the pie")]
     assert found(store, "pie") == [("person", "apples for the pie")]
     assert found(store, "tart") == [("title", "Tart plans")]
+    assert index_problems(tmp_path / "smarthole.db") == []
+
+
+def test_a_message_changed_in_place_is_indexed_again(store, tmp_path):
+    say(store, "default", "the first draft")
+    store.write("UPDATE message_rows SET text = 'the final version'")
+    assert found(store, "draft") == []
+    assert found(store, "final") == [("person", "the final version")]
     assert index_problems(tmp_path / "smarthole.db") == []
 
 
