@@ -16,7 +16,7 @@ def stored(home) -> int:
 
 def test_the_index_stays_consistent_after_kill_9_mid_store(home, fake, env, daemons):
     # Replies take a while, so the kill lands with turns in flight on three channels.
-    fake.default = lambda request: delay(0.1, text(f"noted: {request.last_user_text}"))
+    fake.default = lambda request: delay(0.2, text(f"noted: {request.last_user_text}"))
     database = home / ".smarthole" / "smarthole.db"
     daemon = daemons(home, env)
     for n in range(30):
