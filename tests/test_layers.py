@@ -203,6 +203,7 @@ ROOT_PARTS = {
     "OutboxRecord",
     "PendingQuestions",
     "Processor",
+    "Search",
     "Tasks",
     "TeamRunner",
     "Titler",
