@@ -1,6 +1,6 @@
 """Benchmark every goal of issue 13 against a baseline measured in the same run.
 
-    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,...,burst]
+    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,...,approvals]
 
 Opt-in (never part of the test suite); exits 0 whatever the figures: the table says, for
 each row, whether its goal is met. ``--quick`` runs small sizes in under 2 minutes;
@@ -39,6 +39,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 10. search (issue 37): p95 of a two-word query over 100,000 messages (quick 20,000), a
    message's store time and the database's size with the index beside the same store
    without it (benchlib/searchbench.py).
+11. approvals (issue 35): an answer file renamed into inbox/ of a real daemon whose call waits
+   for approval, until the approved tool starts, p50/p99 over 100 rounds (quick 20)
+   (benchlib/approvals.py). Information only: no goal was set.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.adapters import random_texts
+from benchlib.approvals import approval_rows
 from benchlib.cachebench import cache_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
@@ -71,7 +75,17 @@ import smarthole
 from smarthole import __version__
 from smarthole.testing import FakeMessagesAPI, echo
 
-PARTS = ("pickup", "backlog", "history", "costs", "cache", "burst", "web", "search")
+PARTS = (
+    "pickup",
+    "backlog",
+    "history",
+    "costs",
+    "cache",
+    "burst",
+    "web",
+    "search",
+    "approvals",
+)
 
 
 @dataclass(frozen=True)
@@ -91,11 +105,24 @@ class Sizes:
     burst: int = 5_000
     search_messages: int = 100_000
     store_samples: int = 400
+    approvals: int = 100
 
 
 FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
 QUICK = Sizes(
-    100, 1_000, 20.0, 1, 10_000, 50, 5, 200, (1_000,), 0.0, burst=1_000, search_messages=20_000
+    100,
+    1_000,
+    20.0,
+    1,
+    10_000,
+    50,
+    5,
+    200,
+    (1_000,),
+    0.0,
+    burst=1_000,
+    search_messages=20_000,
+    approvals=20,
 )
 
 
@@ -134,6 +161,7 @@ def measure(
         "burst": lambda: burst_rows(root, sizes.burst),
         "web": lambda: web_rows(root),
         "search": lambda: search_rows(root, sizes.search_messages, sizes.store_samples),
+        "approvals": lambda: approval_rows(root, fake, sizes.approvals),
     }
     rows = runs[part]()
     if part == "backlog":

@@ -11,6 +11,11 @@ With ``--team-every N``, every Nth message asks the entry agent to hand the work
 two agents (``start_task``, three agent turns, the first agent calling the same non-idempotent
 tool in each of its turns).
 
+With ``--approve-every N``, every Nth message's tool call needs the person's approval (a
+``before_tool_call`` plugin in the home answers "ask"), on a channel of its own; approvals are
+answered by files dropped at random moments, while a daemon runs or while none does. Also
+checked: no such call ran without a stored approval.
+
 Every third message (``--desktop-every N``; 0: none) comes over the desktop bridge instead of
 the inbox: a fake SmartHole desktop sends them in three bursts, one at each of the first
 registrations, and after every registration first sends again whatever was never answered
@@ -74,6 +79,8 @@ class Result:
     from_desktop: int = 0
     desktop_rejected: int = 0
     notified_twice: int = 0
+    approvals: int = 0
+    unapproved_runs: int = 0
 
     @property
     def ok(self) -> bool:
@@ -87,6 +94,7 @@ class Result:
             or self.bad_team_tasks
             or self.desktop_rejected
             or self.notified_twice
+            or self.unapproved_runs
         )
 
 
@@ -97,6 +105,16 @@ TEAM = {
 TEAM_TURNS = 3
 DESKTOP_BURSTS = 3
 SETTLE_SECONDS = 120.0  # for the last bridge to have every desktop message acked
+ASKING = "ask-"  # a record value that makes the guard plugin ask the person
+GUARD = f'''
+from smarthole import hookimpl
+
+
+@hookimpl
+def before_tool_call(call, app):
+    value = call.input.get("value", "") if isinstance(call.input, dict) else ""
+    return "ask" if str(value).startswith("{ASKING}") else None
+'''
 
 
 def model(request: RecordedRequest) -> Reply:
@@ -134,23 +152,29 @@ def torture(
     quiet: bool = False,
     team_every: int = 0,
     desktop_every: int = 3,
+    approve_every: int = 0,
 ) -> Result:
     rng = random.Random(seed)
     ids = [f"t{n:04d}" for n in range(messages)]
+    asking = {i for n, i in enumerate(ids) if approve_every and n % approve_every == 1}
     texts = {
         message_id: f"please {'team' if team_every and n % team_every == 0 else 'record'} "
-        f"{message_id}"
+        f"{ASKING if message_id in asking else ''}{message_id}"
         for n, message_id in enumerate(ids)
     }
-    by_desktop = [i for n, i in enumerate(ids) if desktop_every and n % desktop_every == 2]
+    by_desktop = [
+        i for n, i in enumerate(ids) if desktop_every and n % desktop_every == 2 and i not in asking
+    ]
     bursts = Bursts([(i, texts[i]) for i in by_desktop], DESKTOP_BURSTS)
     with BurstDesktop(resend=True, on_register=bursts) as desktop:
         home = make_home(root, desktop.url if by_desktop else None, team=bool(team_every))
         for n, message_id in enumerate(ids):
             if message_id not in by_desktop:
-                drop_message(
-                    home.inbox, texts[message_id], message_id=message_id, channel=f"c{n % channels}"
-                )
+                # A call that waits holds its channel, and a plain message in it would be taken
+                # as the answer: each asking message has a channel of its own.
+                channel = f"a-{message_id}" if message_id in asking else f"c{n % channels}"
+                drop_message(home.inbox, texts[message_id], message_id=message_id, channel=channel)
+        answers = Answerer(home)
         started = time.monotonic()
         disagreements = 0
         with FakeMessagesAPI() as fake:
@@ -159,7 +183,11 @@ def torture(
             for kill in range(kills):
                 process = run.start()
                 time.sleep(rng.uniform(0.0, max_gap))
+                if rng.random() < 0.5:
+                    answers.answer()  # while it runs
                 run.kill(process)
+                if rng.random() < 0.5:
+                    answers.answer()  # while none runs
                 for problem in disagreement(home):  # the store as the kill left it
                     disagreements += 1
                     print(f"kill {kill + 1}: {problem}", flush=True)
@@ -171,6 +199,8 @@ def torture(
                 bursts.settle()
                 settle(run, desktop, len(by_desktop))
             run.last()
+            while answers.answer():  # a --once daemon stops when every call left waits
+                run.last()
     result = check(home, ids, kills, time.monotonic() - started)
     tasks, bad = team_problems(home)
     for problem in bad:
@@ -185,7 +215,40 @@ def torture(
         from_desktop=len(by_desktop),
         desktop_rejected=len(desktop.seen.rejected),
         notified_twice=sum(1 for n in desktop.seen.notified.values() if n > 1),
+        approvals=count(home, "SELECT COUNT(*) FROM approvals"),
+        unapproved_runs=unapproved_runs(home),
     )
+
+
+@dataclass
+class Answerer:
+    """Approves every approval item in the outbox once, by an answer file in the inbox."""
+
+    home: Home
+    done: set[str] = dataclasses.field(default_factory=set)
+
+    def answer(self) -> int:
+        """Answer what is new; returns how many."""
+        found = 0
+        for path in sorted(self.home.outbox.glob("*.md")):
+            fields = tomllib.loads(path.read_text().split("+++\n")[1])
+            approval = fields.get("approval")
+            if fields["kind"] != "approval" or approval in self.done:
+                continue
+            drop_message(self.home.inbox, "", message_id=f"ok-{approval}", approve=approval)
+            self.done.add(approval)
+            found += 1
+        return found
+
+
+def unapproved_runs(home: Home) -> int:
+    """Runs of a call that asked for approval, without an approved approval stored."""
+    log = home.root / "tool-runs.log"
+    ran = [line.split()[-1] for line in log.read_text().splitlines()] if log.exists() else []
+    with sqlite3.connect(home.database) as db:
+        rows = db.execute("SELECT input, status FROM approvals").fetchall()
+    approved = {json.loads(i).get("value") for i, status in rows if status == "approved"}
+    return sum(1 for value in ran if value.startswith(ASKING) and value not in approved)
 
 
 def make_home(root: Path, desktop_url: str | None, *, team: bool) -> Home:
@@ -196,12 +259,14 @@ def make_home(root: Path, desktop_url: str | None, *, team: bool) -> Home:
         "retry": {"base_delay_seconds": 0.05, "max_delay_seconds": 1.0, "max_attempts": 50},
         "daemon": {"shutdown_grace_seconds": 1.0},
         "titles": {"enabled": False},
-        "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+        "plugins": {"paths": [str(TEST_PLUGINS), "plugins"], "enabled": ["testtools", "guard"]},
         "agents": TEAM if team else {},
     }
     if desktop_url is not None:
         config["desktop"] = {"enabled": True, "url": desktop_url}
     home.config_file.write_text(dumps_toml(config))
+    (home.root / "plugins").mkdir(exist_ok=True)
+    (home.root / "plugins" / "guard.py").write_text(GUARD)
     return home
 
 
@@ -426,6 +491,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--team-every", type=int, default=0, metavar="N")
     parser.add_argument("--desktop-every", type=int, default=3, metavar="N")
+    parser.add_argument("--approve-every", type=int, default=4, metavar="N")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="smarthole-torture-") as folder:
         result = torture(
@@ -436,6 +502,7 @@ def main() -> int:
             Path(folder),
             team_every=args.team_every,
             desktop_every=args.desktop_every,
+            approve_every=args.approve_every,
         )
     print(json.dumps(result.__dict__, indent=2))
     print("OK" if result.ok else "FAILED")

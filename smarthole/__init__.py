@@ -10,13 +10,14 @@ from .db.events import Event
 from .db.outbox import OutboxItem
 from .db.records import Conversation, Message, StoredMessage
 from .errors import PathError, SmartholeError, ToolError
-from .hookspecs import PluginApp, hookimpl
+from .hookspecs import Deny, PluginApp, ToolCall, hookimpl
 from .tools import ToolContext, ToolResult
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Conversation",
+    "Deny",
     "Event",
     "Message",
     "OutboxItem",
@@ -24,6 +25,7 @@ __all__ = [
     "PluginApp",
     "SmartholeError",
     "StoredMessage",
+    "ToolCall",
     "ToolContext",
     "ToolError",
     "ToolResult",

@@ -151,12 +151,21 @@ class App:
 
     def _load_tools(self, only: list[str] | None = None) -> None:
         def register(
-            function: Callable[..., Any], idempotent: bool = False, name: str | None = None
+            function: Callable[..., Any],
+            idempotent: bool = False,
+            name: str | None = None,
+            requires_approval: bool = False,
         ) -> None:
             plugin = self.plugins.calling()  # whose register_tools is running
             if plugin is None:
                 raise PluginError("register() works only inside a register_tools hook")
-            self.tools.register(function, plugin=plugin, idempotent=idempotent, name=name)
+            self.tools.register(
+                function,
+                plugin=plugin,
+                idempotent=idempotent,
+                name=name,
+                requires_approval=requires_approval,
+            )
 
         self._call_strict(only, "register_tools", register=register, app=self)
 

@@ -25,6 +25,10 @@ one-line message. Every message names the file, key, plugin or message id involv
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class ExitCode(enum.IntEnum):
@@ -137,6 +141,19 @@ class TurnInterrupted(Exception):
     Not a ``SmartholeError``: nothing went wrong. It passes through tools (a team task runs
     inside ``start_task``) up to the processor, which leaves the message to be resumed.
     """
+
+
+class ApprovalWaiting(TurnInterrupted):
+    """A tool call waits for a person's approval: the turn pauses, and frees its worker.
+
+    Like a stop it passes through tools (a team agent's call pauses its task) up to the
+    processor, which makes the message wait until the answer or ``expires``.
+    """
+
+    def __init__(self, approval_id: str, expires: datetime) -> None:
+        super().__init__(f"tool call waits for approval {approval_id}")
+        self.approval_id = approval_id
+        self.expires = expires
 
 
 class ToolError(SmartholeError):

@@ -163,3 +163,22 @@ def _shown(char: str, keep: str) -> str:
 def without_control_characters(text: str) -> str:
     """``text`` with each control character (newlines too) turned into a space."""
     return CONTROL_CHARACTERS.sub(" ", text)
+
+
+DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a duration written ``30s``, ``15m``, ``2h`` or ``7d``; ``ValueError`` if not."""
+    match = DURATION.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration such as 30s, 15m, 2h or 7d")
+    return float(match[1]) * DURATION_UNITS[match[2]]
+
+
+def args_hash(tool: str, arguments: Any) -> str:
+    """SHA-256 of the canonical JSON (sorted keys, no spaces, UTF-8) of a tool call."""
+    call = {"tool": tool, "input": arguments}
+    canonical = json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()

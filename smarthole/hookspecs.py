@@ -18,6 +18,7 @@ always accept them by name. The docs (``docs/plugins.md``) have a section for ea
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
@@ -66,6 +67,30 @@ class PluginApp(Protocol):
         """The current time (UTC), as the daemon's clock sees it."""
         ...
 
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for, before it runs (``before_tool_call``)."""
+
+    tool: str
+    input: Any
+    conversation: str
+    channel: str
+    agent: str  # the entry agent's name, or the team agent's
+    tool_use_id: str
+    task: str | None = None  # a team agent's call: its task's id
+
+
+@dataclass(frozen=True)
+class Deny:
+    """``before_tool_call``'s answer that refuses a call: the model reads ``reason``."""
+
+    reason: str = field(default="denied by a plugin")
+
+
+FAIL_CLOSED_HOOKS = frozenset({"before_tool_call"})
+"""Isolated hooks whose failure answers ``Deny`` rather than nothing: a plugin that guards a
+call must not let it through by raising."""
 
 STRICT_HOOKS = frozenset({"register_tools", "register_settings", "register_commands", "startup"})
 """Hooks whose failure stops startup with a ``PluginError`` naming the plugin.
@@ -215,6 +240,22 @@ def event(event: Event) -> None:
     :param event: ``id, type, at, conversation, channel, turn, message_id`` and the event's own
         fields in ``data``; ``event.as_dict()`` gives the JSON form that ``smarthole events
         --json`` prints.
+    """
+
+
+@hookspec(firstresult=True)
+def before_tool_call(call: ToolCall, app: PluginApp) -> str | Deny | None:
+    """Say whether a tool call may run, must wait for a person's approval, or is refused.
+
+    Called before every tool call of the entry agent and of team agents, after a crash too
+    (a call already approved or decided is not asked about again). Stops at first non-None
+    result. An implementation that raises refuses the call (and the error is logged).
+
+    :param call: the tool's name, its input, the conversation, channel, agent and tool-use id.
+    :param app: the running application.
+    :return: ``"allow"`` (run it), ``"ask"`` (wait for a person's approval, see
+        ``docs/approvals.md``), ``Deny(reason)`` (the model gets a tool error), or None to
+        leave it to ``[approvals]`` in ``config.toml``.
     """
 
 

@@ -91,6 +91,8 @@ class _Guard:
                 return function(*args, **kwargs)
             except Exception as exc:
                 self.failed(exc)
+                if self.hook in hookspecs.FAIL_CLOSED_HOOKS:
+                    return hookspecs.Deny(f"plugin {self.plugin!r} failed while checking it")
                 return None
             finally:
                 calling.reset(token)

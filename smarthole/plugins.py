@@ -174,6 +174,13 @@ class Plugins:
             return []  # most hooks of a message have no implementation: skip pluggy's call
         return list(caller(**kwargs))
 
+    def first(self, hook_name: str, **kwargs: Any) -> Any:
+        """Call an isolated ``firstresult`` hook; returns the first non-None answer, or None."""
+        caller = getattr(self.pm.hook, hook_name)
+        if not self.trace and not caller.get_hookimpls():
+            return None
+        return caller(**kwargs)
+
     def call_strict(self, hook_name: str, **kwargs: Any) -> list[Any]:
         """Call a startup-time hook; a failure is a ``PluginError`` naming the plugin."""
         if hook_name not in hookspecs.STRICT_HOOKS:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from smarthole import hookimpl, hookspecs
+from smarthole import Deny, hookimpl, hookspecs
 from smarthole.cli import build_parser, main
 from smarthole.db.events import Event
 from smarthole.db.outbox import OutboxItem
 from smarthole.db.records import Conversation, Message, StoredMessage
 from smarthole.errors import ConfigError, ModelError
 from smarthole.testing import server_error, text, tool_use
-from tests.helpers import REPO, drop, finals, run_once, write_config
+from tests.helpers import REPO, drop, finals, read_outbox, run_once, write_config
 
 HOOKS = sorted(
     name
@@ -398,3 +398,64 @@ def test_docs_testing_example_runs(tmp_path, monkeypatch):
     exec(compile(example, "docs-example", "exec"), namespace)
     namespace["test_the_agent_can_roll"](tmp_path / "home")
     assert Path(tmp_path / "home" / "outbox").exists()
+
+
+class Guard:
+    """A ``before_tool_call`` plugin that answers as it is told, and remembers what it saw."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.calls: list = []
+
+    @hookimpl
+    def before_tool_call(self, call, app):
+        self.calls.append(call)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def _shout(words: str) -> str:
+    """Say it louder.
+
+    :param words: What to shout.
+    """
+    _shout.runs.append(words)  # type: ignore[attr-defined]
+    return words.upper()
+
+
+@pytest.mark.parametrize(
+    ("answer", "runs", "result", "asked"),
+    [
+        ("allow", ["hi"], "HI", False),
+        (None, ["hi"], "HI", False),  # left to [approvals]: nothing configured
+        ("ask", [], None, True),
+        (Deny("not on Sundays"), [], "Error: denied: not on Sundays", False),
+        (RuntimeError("the guard broke"), [], "Error: denied: plugin 'guard' failed", False),
+    ],
+)
+def test_hook_before_tool_call(home, fake, env, caplog, answer, runs, result, asked):
+    _shout.runs = []  # type: ignore[attr-defined]
+
+    class Loud:
+        @hookimpl
+        def register_tools(self, register, app):
+            register(_shout, name="shout")
+
+    guard = Guard(answer)
+    fake.add(tool_use("shout", {"words": "hi"}))
+    fake.add(text("Done."))
+    drop(home, "shout hi", "m1")
+    run_once(home, env, extra_plugins=[("loud", Loud()), ("guard", guard)])
+    (call,) = guard.calls
+    assert (call.tool, call.input, call.agent) == ("shout", {"words": "hi"}, "assistant")
+    assert call.tool_use_id.startswith("toolu_") and call.conversation and call.task is None
+    assert _shout.runs == runs  # type: ignore[attr-defined]
+    items = [f for f in read_outbox(home) if f["kind"] == "approval"]
+    assert bool(items) is asked
+    if result is None:
+        assert len(fake.requests) == 1  # the turn waits for the person
+    else:
+        assert fake.requests[1].tool_results[0]["content"].startswith(result)
+    if isinstance(answer, Exception):
+        assert "plugin 'guard' failed in hook before_tool_call" in caplog.text

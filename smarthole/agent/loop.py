@@ -34,6 +34,14 @@ class TurnSession(Protocol):
 
     def record_assistant(self, reply: ModelReply) -> None: ...
 
+    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
+        """None: the call may run; else the result to record instead (a denial). Raises
+        ``ApprovalWaiting`` when the call waits for a person (see ``agent.approvals``)."""
+
+    def outcome_unknown(self, block: dict[str, Any], tool: Tool, runs: int) -> ToolResult | None:
+        """A started non-idempotent call, cut short: the result to record (its outcome is
+        unknown), or None when the person said to run it again."""
+
     def record_tool_start(self, block: dict[str, Any]) -> None: ...
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None: ...
@@ -105,19 +113,35 @@ class Agent:
         tool: Tool | None = tools.get(block["name"])
         # A started tool that is gone now (an MCP server not back yet) may have acted: its
         # outcome is as unknown as a non-idempotent one's.
-        if block["id"] in session.started_tools() and (tool is None or not tool.idempotent):
-            logger.warning(
-                "tool %s (%s) was interrupted by a stop; reporting an unknown "
-                "outcome instead of running it again",
-                block["name"],
-                block["id"],
+        runs = session.started_tools().get(block["id"])
+        if runs is not None and (tool is None or not tool.idempotent):
+            # Its outcome is unknown: the model is told so, unless the person was asked
+            # (``[approvals] ask_on_unknown``) and said to run it again.
+            unknown = (
+                ToolResult(IN_DOUBT, is_error=True)
+                if tool is None
+                else session.outcome_unknown(block, tool, runs)
             )
-            session.record_tool_result(block, ToolResult(IN_DOUBT, is_error=True))
-            return
+            if unknown is not None:
+                logger.warning(
+                    "tool %s (%s) was interrupted by a stop; reporting an unknown "
+                    "outcome instead of running it again",
+                    block["name"],
+                    block["id"],
+                )
+                session.record_tool_result(block, unknown)
+                return
+            logger.warning(
+                "tool %s (%s): run again, as the person said", block["name"], block["id"]
+            )
         if tool is None:
             session.record_tool_result(
                 block, ToolResult(f"Error: unknown tool {block['name']!r}", is_error=True)
             )
+            return
+        refused = session.approval(block, tool)
+        if refused is not None:
+            session.record_tool_result(block, refused)
             return
         session.record_tool_start(block)
         result = tool.call(block.get("input", {}), session.tool_context(block))

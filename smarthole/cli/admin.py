@@ -63,6 +63,7 @@ def status_report(root: Runtime) -> dict[str, Any]:
         }
         for q in root.pending.all()
     ]
+    report["approvals_waiting"] = root.approvals.count_waiting()
     report["tasks"] = running_tasks(root.tasks)
     report["inbox_waiting"] = inbox_waiting(home)
     report["config_error"] = config_error(home)

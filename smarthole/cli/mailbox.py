@@ -231,9 +231,11 @@ class ChatSession:
                 self.err.flush()
                 continue
             self.conversation_id = item.conversation or self.conversation_id
-            label = {"question": "smarthole asks", "error": "smarthole (error)"}.get(
-                item.kind, "smarthole"
-            )
+            label = {
+                "question": "smarthole asks",
+                "error": "smarthole (error)",
+                "approval": "smarthole asks your approval",
+            }.get(item.kind, "smarthole")
             self.out.write(f"{label}: {body(item.text)}\n\n")
             self.out.flush()
             final = item if item.final else final

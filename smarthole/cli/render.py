@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from ..conversations import ConversationView
+from ..db.approvals import Approval
 from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
 from ..db.states import ConversationStatus
+from ..formats import iso
 from .common import title_line
 from .health import config_warning, health_lines, restart_warning, state_file_warning
 from .output import body, one_line, short
@@ -63,8 +66,10 @@ def transcript(
     turns: list[Turn],
     messages: list[StoredMessage],
     outbox: list[OutboxItem],
+    approvals: Sequence[Approval] = (),
 ) -> str:
-    """Turns with times, the user's and the agent's words, questions, tools used, errors."""
+    """Turns with times, the user's and the agent's words, questions, tools used, errors, and
+    the tool calls that asked for approval (a waiting one marked)."""
     lines = [
         title_line(conversation.title),
         f"conversation {conversation.id} · channel {conversation.channel} · "
@@ -85,6 +90,7 @@ def transcript(
     for turn in turns:
         lines += ["", f"── turn {turn.number} · {local(turn.started_at)} · {turn.status}"]
         lines += _turn_lines(by_turn.get(turn.number, []), replies.get(turn.number, []))
+        lines += [_approval_line(a) for a in approvals if a.turn == turn.number]
         if turn.note:
             lines.append(f"   note: {one_line(turn.note)}")
     return "\n".join(lines)
@@ -110,6 +116,14 @@ def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list
     for item in finals:
         lines.append(_said("agent" if item.kind == "response" else "error reply", item.text))
     return lines
+
+
+def _approval_line(approval: Approval) -> str:
+    call = f"{one_line(approval.tool)} {short(approval.input, 60)}"
+    if approval.waiting:
+        when = iso(approval.expires_at)
+        return f"   ⏸ WAITING FOR YOUR APPROVAL {approval.id}: {call} (until {when})"
+    return f"   approval {approval.id}: {call} — {approval.status} by {approval.decided_by}"
 
 
 def _folded(said: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -244,6 +258,11 @@ def status_text(report: dict[str, Any]) -> str:
         lines.append(f"{title}: {len(items)}")
         for item in items:
             lines.append("  " + _status_item(key, item))
+    if report.get("approvals_waiting"):
+        lines.append(
+            f"tool calls waiting for your approval: {report['approvals_waiting']} "
+            "(see smarthole approvals)"
+        )
     if report["tasks"]:
         lines.append(f"team tasks running or interrupted: {len(report['tasks'])}")
         for task in report["tasks"]:

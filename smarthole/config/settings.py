@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..formats import parse_duration
 from .desktop import DesktopSettings
 from .fields import setting
 from .mcp import McpSettings
@@ -155,6 +156,24 @@ class WebViewSettings:
             raise ValueError(f"port must be at most 65535, not {self.port}")
 
 
+@dataclass(frozen=True)
+class ApprovalSettings:
+    tools: list[str] = setting(
+        [], "Glob patterns over tool names whose calls wait for a person's approval."
+    )
+    timeout: str = setting("24h", "No answer within this: the call is denied (30s, 15m, 2h, 7d).")
+    ask_on_unknown: bool = setting(
+        False, "Ask the person, not the model, about a call a crash left in doubt."
+    )
+
+    def __post_init__(self) -> None:
+        parse_duration(self.timeout)  # a ValueError names the bad value
+
+    @property
+    def timeout_seconds(self) -> float:
+        return parse_duration(self.timeout)
+
+
 SECTIONS: dict[str, type] = {
     "model": ModelSettings,
     "agent": AgentSettings,
@@ -168,6 +187,7 @@ SECTIONS: dict[str, type] = {
     "teams": TeamSettings,
     "desktop": DesktopSettings,
     "web": WebViewSettings,
+    "approvals": ApprovalSettings,
 }
 
 
@@ -189,4 +209,5 @@ class Config:
     desktop: DesktopSettings = field(default_factory=DesktopSettings)
     web: WebViewSettings = field(default_factory=WebViewSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
+    approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

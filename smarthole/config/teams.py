@@ -41,6 +41,7 @@ class TeamAgentSettings:
     instructions_file: str = setting("", "Or: a file holding it, relative to the home.")
     model: str = setting("", "Model for this agent; empty means [model] name.")
     tools: list[str] = setting([], "Tool names this agent may use; default none.")
+    approve: list[str] = setting([], "Glob patterns of its calls that wait for approval.")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class TeamAgent:
     instructions: str
     model: str
     tools: tuple[str, ...] = field(default=())
+    approve: tuple[str, ...] = field(default=())  # patterns of its calls that need approval
 
 
 def parse_agents(table: dict[str, Any], errors: list[str]) -> dict[str, TeamAgentSettings]:
@@ -124,6 +126,7 @@ def resolve_team(
             instructions=instructions.strip(),
             model=agent.model or default_model,
             tools=tuple(agent.tools),
+            approve=tuple(agent.approve),
         )
     if errors:
         raise ConfigError(f"{home.config_file}: " + "; ".join(errors))

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..app import App
     from ..config import Config
     from ..conversations import Conversations
+    from ..db.approvals import Approvals
     from ..db.events import EventLog
     from ..db.ledger import Ledger
     from ..db.outbox import OutboxRecord
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from ..db.tasks import Tasks
     from ..db.usage import UsageLog
     from ..home import Home
+    from ..pipeline.answers import Answers
     from ..pipeline.inbox import Inbox
     from ..pipeline.lifecycle import Lifecycle
     from ..pipeline.outbox import Outbox
@@ -237,7 +239,22 @@ class Runtime:
         from ..pipeline.inbox import Inbox
 
         app = self.app
-        return Inbox(app.home, app.config.inbox, self.store, self.ledger, self.events, app.plugins)
+        inbox = Inbox(app.home, app.config.inbox, self.store, self.ledger, self.events, app.plugins)
+        inbox.answers = self.answers.take  # a file that answers an approval is applied at once
+        return inbox
+
+    @cached_property
+    def approvals(self) -> Approvals:
+        """The tool calls that wait for (or got) a person's approval."""
+        from ..db.approvals import Approvals
+
+        return Approvals(self.store)
+
+    @cached_property
+    def answers(self) -> Answers:
+        from ..pipeline.answers import Answers
+
+        return Answers(self.store, self.ledger, self.events, self.outbox, self.approvals)
 
     @cached_property
     def agent(self) -> Agent:

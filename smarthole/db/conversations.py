@@ -166,6 +166,7 @@ class ConversationTables(Database):
                 ("message_rows", "conversation"),
                 ("turn_rows", "conversation"),
                 ("tool_calls", "conversation_id"),
+                ("approvals", "conversation_id"),
                 ("events", "conversation_id"),
             ):
                 key = f"({CONVERSATION_KEY})" if column == "conversation" else "?"

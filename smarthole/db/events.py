@@ -28,6 +28,8 @@ EVENT_TYPES = (
     "message_stored",
     "tool_called",
     "tool_finished",
+    "approval_requested",
+    "approval_decided",
     "question_asked",
     "reply_written",
     "turn_completed",

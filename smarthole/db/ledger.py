@@ -272,6 +272,15 @@ class Ledger:
                 ).rowcount
             return count
 
+    def wake(self, message_id: str, *, db: sqlite3.Connection) -> None:
+        """A message that waits (deferred) is due now: what it waited for has come."""
+        now = self.store.now()
+        db.execute(
+            "UPDATE inbox SET next_attempt_at = ?, updated_at = ? "
+            f"WHERE message_id = ? AND status = {MessageStatus.DEFERRED.sql}",
+            (now, now, message_id),
+        )
+
     def duplicates_skipped(self) -> int:
         """Files skipped because they repeated a message already taken, over all time."""
         row = self.store.query_one("SELECT COALESCE(SUM(duplicates), 0) AS n FROM inbox")

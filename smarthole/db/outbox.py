@@ -8,6 +8,7 @@ plugins receive in ``deliver``.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 
-from ..formats import FRONT_MATTER_FENCE, dumps_toml, iso, parse_time
+from ..formats import FRONT_MATTER_FENCE, compact_json, dumps_toml, iso, parse_time
 from ..fsutil import child
 from .records import from_row
 from .states import OutboxKind, OutboxState
@@ -38,6 +39,7 @@ class ItemFields(TypedDict):
     text: str
     waiting_for_reply: NotRequired[bool]
     retry_of: NotRequired[str | None]
+    extra: NotRequired[dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class OutboxItem:
     # The id of the error reply this final reply follows, after `smarthole retry` of a dead
     # message: the one message then has two final replies, and this says why.
     retry_of: str | None = None
+    # More front matter for a kind that carries it (an approval's id, tool, hash, expiry...).
+    extra: dict[str, Any] | None = None
 
     @property
     def final(self) -> bool:
@@ -73,6 +77,7 @@ class OutboxItem:
             "waiting_for_reply": self.waiting_for_reply,
             "created_at": self.created_at,
             "retry_of": self.retry_of,
+            **(self.extra or {}),
         }
         return {key: value for key, value in fields.items() if value is not None}
 
@@ -113,6 +118,7 @@ class OutboxRecord:
             waiting_for_reply=bool(row["waiting_for_reply"]),
             path=child(self.folder, row["file_name"]),
             times=("created_at",),
+            extra=json.loads(row["extra"]) if row["extra"] else None,
         )
 
     def items_for(self, in_reply_to: str) -> list[OutboxItem]:
@@ -146,6 +152,7 @@ class OutboxRecord:
             path=child(self.folder, file_name(created_at, item_id)),
             created_at=created_at,
             retry_of=item.get("retry_of"),
+            extra=item.get("extra"),
         )
 
     def plan(self, item_id: str, **item: Unpack[ItemFields]) -> tuple[OutboxItem, OutboxState]:
@@ -162,8 +169,8 @@ class OutboxRecord:
         """Insert ``item`` in ``state`` (in ``db``'s transaction); False if its id is taken."""
         inserted = db.execute(
             "INSERT INTO outbox (id, in_reply_to, conversation_id, channel, turn, kind, "
-            "waiting_for_reply, text, file_name, created_at, state, retry_of) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            "waiting_for_reply, text, file_name, created_at, state, retry_of, extra) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             (
                 item.id,
                 item.in_reply_to,
@@ -177,6 +184,7 @@ class OutboxRecord:
                 iso(item.created_at),
                 state,
                 item.retry_of,
+                compact_json(item.extra) if item.extra else None,
             ),
         )
         return inserted.rowcount == 1

@@ -183,6 +183,16 @@ def text_content(text: str) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
+class ApprovalAnswer:
+    """An inbox file's answer to an approval: front matter ``approve`` or ``deny``."""
+
+    decision: str  # "approve" or "deny"
+    approval: str  # the approval's id
+    args_hash: str | None = None  # must match the call's when given
+    always: bool = False  # approve this tool for the rest of the conversation
+
+
+@dataclass(frozen=True)
 class Message:
     """One message from the inbox.
 
@@ -203,6 +213,7 @@ class Message:
     id_derived: bool = False
     agents: tuple[str, ...] | None = None  # a team task: these agents work on the text
     max_turns: int | None = None
+    answer: ApprovalAnswer | None = None  # an approval's answer: never a turn of its own
 
     @property
     def sort_key(self) -> tuple[str, str]:

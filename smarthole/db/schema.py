@@ -10,7 +10,40 @@ from sqlite3 import Connection
 from .records import KIND_CODES, KINDS, ROLES
 from .searchindex import SEARCH_TABLES, build_index
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
+
+# Approvals (version 9): a tool call that waits for a person's yes, bound to the exact call by
+# its args hash; its row is the call's intent while it waits (``db.approvals``).
+APPROVAL_TABLES = """
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    scope TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    channel TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    task_id TEXT,
+    agent TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    input TEXT NOT NULL,
+    args_hash TEXT NOT NULL,
+    question TEXT,
+    status TEXT NOT NULL,
+    always INTEGER NOT NULL DEFAULT 0,
+    note TEXT,
+    decided_by TEXT,
+    answer_id TEXT,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    decided_at TEXT,
+    UNIQUE (scope, tool_use_id)
+);
+CREATE INDEX IF NOT EXISTS approvals_waiting ON approvals (status) WHERE status = 'waiting';
+CREATE INDEX IF NOT EXISTS approvals_of_conversation ON approvals (conversation_id, tool);
+CREATE INDEX IF NOT EXISTS approvals_by_answer ON approvals (answer_id)
+    WHERE answer_id IS NOT NULL;
+"""
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -237,6 +270,11 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     ),
     # Full-text search: the index, its triggers, and what the store already holds indexed.
     8: (*statements(SEARCH_TABLES), build_index),
+    # Approvals; an outbox item's extra front matter (an approval's id, tool, hash...).
+    9: (
+        *statements(APPROVAL_TABLES),
+        "ALTER TABLE outbox ADD COLUMN extra TEXT",
+    ),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -322,7 +360,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     file_name TEXT NOT NULL,
     created_at TEXT NOT NULL,
     state TEXT NOT NULL,
-    retry_of TEXT
+    retry_of TEXT,
+    extra TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_reply ON outbox (in_reply_to, created_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -338,6 +377,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id);
 """
     + TASK_TABLES
+    + APPROVAL_TABLES
     + USAGE_TABLES
     + MESSAGE_TABLES
     + MESSAGE_VIEWS

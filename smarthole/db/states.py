@@ -9,6 +9,7 @@ A message's life (``pipeline.lifecycle`` owns every transition)::
 
     queued ──begin──▶ in_progress ──complete──▶ done
                           │  ├──defer────▶ deferred ──(due)──▶ begin again
+                          │  ├──await────▶ deferred until an approval's answer or expiry
                           │  ├──interrupt─▶ queued
                           │  └──give up───▶ dead ──(smarthole retry)──▶ redrive ──(claim)──▶ queued
                           └──reject (it cannot start)──▶ dead
@@ -68,6 +69,7 @@ class OutboxKind(State):
     MESSAGE = "message"
     QUESTION = "question"
     ERROR = "error"
+    APPROVAL = "approval"  # a tool call waits for the person's yes
 
     @property
     def final(self) -> bool:
@@ -90,6 +92,25 @@ class TaskStatus(State):
 
 RUNNING_TASKS = (TaskStatus.ACTIVE, TaskStatus.INTERRUPTED)
 FINISHED_TASKS = (TaskStatus.COMPLETED, TaskStatus.ABORTED, TaskStatus.FAILED)
+
+
+class ApprovalState(State):
+    """Where a tool call that needs a person's approval stands (``db.approvals``)."""
+
+    WAITING = "waiting"  # asked; the turn waits (its message deferred until ``expires``)
+    APPROVED = "approved"  # the call runs, once
+    DENIED = "denied"  # the model gets "denied by the person"
+    EXPIRED = "expired"  # no answer in time: denied
+    ANSWERED = "answered"  # a plain message instead: the model gets the person's text
+
+
+class ApprovalBy(StrEnum):
+    """Who (or what) decided an approval."""
+
+    INBOX = "inbox"
+    CLI = "cli"
+    WEB = "web"
+    TIMEOUT = "timeout"
 
 
 class TitleState(State):

@@ -138,6 +138,8 @@ class Inbox:
     plugins: Plugins
     folder: InboxFolder = field(init=False)
     stranded: StrandedClaims = field(init=False)
+    # Applies a file that answers an approval (``pipeline.answers``); set by the daemon.
+    answers: Callable[[Path, Message, str], bool] | None = field(default=None, init=False)
 
     _backlog: deque[InboxEntry] = field(default_factory=deque, init=False)  # of this pass
 
@@ -212,7 +214,14 @@ class Inbox:
             except MessageError as exc:
                 claims.append(self._reject(claimed, name, str(exc)))
                 continue
-            parsed.append((claimed, name, message, self._channel_for(message)))
+            channel = self._channel_for(message)
+            if self.answers is not None and self.answers(claimed, message, channel):
+                claims.append(Claim(name, None, message))  # it answered an approval
+                continue
+            if message.answer is not None:
+                claims.append(self._reject(claimed, name, "answers need the daemon"))
+                continue
+            parsed.append((claimed, name, message, channel))
         # The batch's ledger rows, and each duplicate's count with its event: one commit.
         with self.store.transaction():
             admissions = []

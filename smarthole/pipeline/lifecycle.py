@@ -16,6 +16,9 @@ removes.) The states are the enums of ``db.states``; the transitions::
     defer      in_progress (a failed attempt)           -> deferred, turn deferred, its tasks
                                                            interrupted
     interrupt  in_progress (a stop)                     -> queued, turn interrupted, its tasks too
+    await      in_progress (a call waits for approval)  -> deferred until the approval expires,
+                                                           turn deferred, its tasks interrupted
+    answer     (``pipeline.answers``) an approval decided, its deferred message due now
     give up    in_progress (the last failed attempt)    -> dead, turn failed, its tasks failed
     reject     a message that cannot start             -> dead
 """
@@ -29,11 +32,13 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from ..db.approvals import Approvals
 from ..db.events import about, place
 from ..db.pending import PendingQuestion
 from ..db.states import MessageStatus, OutboxKind, OutboxState, Outcome, TurnStatus
 from ..formats import iso
 from ..teams.control import fail_tasks
+from .answers import approval_item
 from .failed import aside_note
 from .failures import Failure, friendly_error
 
@@ -46,7 +51,7 @@ if TYPE_CHECKING:
     from ..db.pending import PendingQuestions
     from ..db.records import Conversation, StoredMessage
     from ..db.tasks import Tasks
-    from ..errors import TurnError
+    from ..errors import ApprovalWaiting, TurnError
     from .inbox import Inbox
     from .outbox import Outbox
     from .turn import TurnRun
@@ -215,6 +220,27 @@ class Lifecycle:
             if end_requested is not None:
                 self.conversations.end(conversation, "end_conversation")
         return Outcome.DONE
+
+    # -- a call waits for a person ----------------------------------------------------------
+
+    def await_approval(self, attempt: Attempt, waiting: ApprovalWaiting) -> Outcome:
+        """A tool call waits for approval: its item is written and delivered (under a fixed
+        id, so once), then the message waits, without a worker, until the answer makes it due
+        or the approval expires; an answer that came meanwhile makes it due now."""
+        approvals = Approvals(self.store)
+        approval = approvals.get(waiting.approval_id)
+        assert approval is not None, waiting.approval_id
+        self.outbox.send(**approval_item(approval))
+        with self.store.transaction() as db:
+            current = approvals.get(approval.id, db=db)
+            due = self.app.now() if current is None or not current.waiting else approval.expires_at
+            self.ledger.set_status(
+                attempt.entry.id, MessageStatus.DEFERRED, next_attempt_at=iso(due), db=db
+            )
+            self._set_turn(attempt, TurnStatus.DEFERRED, db)
+            self.tasks.interrupt_for_message(attempt.entry.id, db=db)
+        logger.info("message %s waits for approval %s", attempt.entry.id, approval.id)
+        return Outcome.DEFERRED
 
     # -- a failed attempt -------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import re
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from ..db.records import Message
+from ..db.records import ApprovalAnswer, Message
 from ..errors import ConfigError, MessageError
 from ..formats import (
     FRONT_MATTER_FENCE,
@@ -37,11 +37,17 @@ KEYS = {
     "metadata",
     "agents",
     "max_turns",
+    "approve",
+    "deny",
+    "args_hash",
+    "always",
 }
 JSON_KEYS = KEYS | {"text"}
 DEFAULT_CHANNEL = "default"
 MAX_ID_LENGTH = 200
 CHANNEL_PATTERN = re.compile(r"[\w.@+-]{1,64}")
+APPROVAL_ID = re.compile(r"[0-9a-f]{8,64}")
+ARGS_HASH = re.compile(r"[0-9a-f]{64}")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 MAX_METADATA_DEPTH = 32
 
@@ -85,7 +91,7 @@ def _parse(name: str, data: bytes, modified: datetime) -> Message:
     else:
         fields, body = _front_matter_fields(text)
     body = body.strip()
-    if not body:
+    if not body and not ({"approve", "deny"} & set(fields)):
         raise MessageError("the message text is empty")
     return _build(name, data, body, fields, modified)
 
@@ -110,7 +116,7 @@ def _json_fields(text: str) -> tuple[dict[str, Any], str]:
         raise MessageError(
             f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(JSON_KEYS))}"
         )
-    body = payload.pop("text", None)
+    body = payload.pop("text", "" if {"approve", "deny"} & set(payload) else None)
     if not isinstance(body, str):
         raise MessageError('"text" must be a string')
     return payload, body
@@ -169,6 +175,9 @@ def _build(
         raise MessageError("metadata must be a table (an object)")
     timestamp = _timestamp(fields.get("timestamp"), modified)
     agents, max_turns = _team_request(fields)
+    answer = _approval_answer(fields)
+    if answer is not None and agents is not None:
+        raise MessageError("an approval's answer cannot also ask for agents")
     return Message(
         id=message_id or derive_id(name, data, modified),
         id_derived=message_id is None,
@@ -182,7 +191,36 @@ def _build(
         metadata=_jsonable(metadata),
         agents=agents,
         max_turns=max_turns,
+        answer=answer,
     )
+
+
+def _approval_answer(fields: dict[str, Any]) -> ApprovalAnswer | None:
+    """``approve``/``deny`` with ``args_hash`` and ``always``, checked for shape only: whether
+    the approval exists and waits is for the daemon to say, in an error reply."""
+    given = [key for key in ("approve", "deny") if key in fields]
+    if not given:
+        for key in ("args_hash", "always"):
+            if key in fields:
+                raise MessageError(f"{key} is only meaningful with approve or deny")
+        return None
+    if len(given) > 1:
+        raise MessageError("approve and deny cannot both be given")
+    decision = given[0]
+    approval = fields[decision]
+    if not isinstance(approval, str) or not APPROVAL_ID.fullmatch(approval):
+        raise MessageError(f"{decision} must be an approval id (8-64 lowercase hex digits)")
+    args_hash = fields.get("args_hash")
+    if args_hash is not None and (
+        not isinstance(args_hash, str) or not ARGS_HASH.fullmatch(args_hash)
+    ):
+        raise MessageError("args_hash must be 64 lowercase hex digits (SHA-256)")
+    always = fields.get("always", False)
+    if not isinstance(always, bool):
+        raise MessageError("always must be true or false")
+    if always and decision == "deny":
+        raise MessageError("always is only meaningful with approve")
+    return ApprovalAnswer(decision, approval, args_hash, always)
 
 
 def _team_request(fields: dict[str, Any]) -> tuple[tuple[str, ...] | None, int | None]:

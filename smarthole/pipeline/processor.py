@@ -22,6 +22,7 @@ from ..agent.prompts import system_prompt
 from ..backoff import Backoff
 from ..db.records import Conversation
 from ..errors import (
+    ApprovalWaiting,
     InternalError,
     LookupFailed,
     MessageError,
@@ -96,6 +97,8 @@ class Processor:
         run = self._turn_run(attempt, begun.stored)
         try:
             outcome = self._run(entry, run)
+        except ApprovalWaiting as waiting:
+            return self.lifecycle.await_approval(attempt, waiting)
         except TurnInterrupted:
             return self.lifecycle.interrupt(attempt)
         except TurnError as exc:

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..agent.approvals import ApprovalGate, CallPlace
 from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
 from ..db.states import OutboxKind
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ..db.pending import PendingQuestion
     from ..db.records import Conversation, StoredMessage
     from ..db.usage import UsageLog
-    from ..tools import ToolResult
+    from ..tools import Tool, ToolResult
     from .outbox import Outbox
 
 
@@ -70,6 +71,19 @@ class TurnRun:
         self.store = self.app.store
         self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
         self.recorder = TurnRecorder(self.store, ConversationTables(self), self.usage)
+        conversation = self.conversation
+        self.gate = ApprovalGate(
+            self.app,
+            self.events,
+            CallPlace(
+                scope=conversation.id,
+                conversation_id=conversation.id,
+                channel=conversation.channel,
+                turn=self.number,
+                message_id=self.entry.id,
+                agent=self.app.config.agent.name,
+            ),
+        )
 
     @property
     def where(self) -> dict[str, Any]:
@@ -110,11 +124,17 @@ class TurnRun:
     def record_assistant(self, reply: ModelReply) -> None:
         self.recorder.record_assistant(reply)
 
+    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
+        return self.gate.check(block, tool)
+
+    def outcome_unknown(self, block: dict[str, Any], tool: Tool, runs: int) -> ToolResult | None:
+        return self.gate.outcome_unknown(block, runs)
+
     def record_tool_start(self, block: dict[str, Any]) -> None:
         self.recorder.record_tool_start(block)
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        self.recorder.record_tool_result(block, result)
+        self.recorder.record_tool_result(block, self.gate.annotate(block, result))
 
     def tool_context(self, block: dict[str, Any]) -> ToolContext:
         return ToolContext(

@@ -255,6 +255,8 @@ class TeamRunner:
             agent_system(agent, task),
             place,
             self.stop,
+            events=self.events,
+            approve=agent.approve,
         )
         outcome = self.agent.run(session, tools=self.agent_tools(agent), model=agent.model)
         messages = self.tasks.messages(task.id, index)

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..agent.approvals import ApprovalGate, CallPlace
 from ..agent.messages import to_api_messages
 from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
@@ -25,11 +26,12 @@ if TYPE_CHECKING:
 
     from ..agent.client import ModelReply
     from ..app import App
+    from ..db.events import EventLog
     from ..db.outbox import OutboxItem
     from ..db.records import StoredMessage
     from ..db.tasks import Task, Tasks
     from ..db.usage import UsageLog
-    from ..tools import ToolResult
+    from ..tools import Tool, ToolResult
 
 
 class TaskAborted(Exception):
@@ -70,9 +72,26 @@ class AgentTurnSession:
     system_blocks: list[dict[str, Any]]
     place: HumanTurn
     stop: threading.Event | None = None
+    events: EventLog | None = None
+    approve: tuple[str, ...] = ()  # the agent's own ``approve`` patterns
 
     def __post_init__(self) -> None:
         self.recorder = TurnRecorder(self.app.store, TaskTables(self), self.usage)
+        task, place = self.task, self.place
+        self.gate = ApprovalGate(
+            self.app,
+            self.events,
+            CallPlace(
+                scope=task.id,
+                conversation_id=place.conversation_id,
+                channel=place.channel,
+                turn=place.turn,
+                message_id=place.message_id,
+                agent=task.agents[self.index % len(task.agents)],
+                task_id=task.id,
+                patterns=self.approve,
+            ),
+        )
 
     def system(self) -> list[dict[str, Any]]:
         return self.system_blocks
@@ -89,11 +108,17 @@ class AgentTurnSession:
     def record_assistant(self, reply: ModelReply) -> None:
         self.recorder.record_assistant(reply)
 
+    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
+        return self.gate.check(block, tool)
+
+    def outcome_unknown(self, block: dict[str, Any], tool: Tool, runs: int) -> ToolResult | None:
+        return self.gate.outcome_unknown(block, runs)
+
     def record_tool_start(self, block: dict[str, Any]) -> None:
         self.recorder.record_tool_start(block)
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        self.recorder.record_tool_result(block, result)
+        self.recorder.record_tool_result(block, self.gate.annotate(block, result))
 
     def tool_context(self, block: dict[str, Any]) -> ToolContext:
         return ToolContext(

@@ -90,14 +90,15 @@ class ToolResult:
 class Tool:
     """One registered tool: what the model reads about it, and how to run it.
 
-    ``plugin`` names where it came from (a plugin, or ``mcp:<server>``); ``idempotent`` says
-    whether it may run again after a crash cut a call short.
+    ``plugin`` names where it came from (a plugin, or ``mcp:<server>``); ``idempotent``: it may
+    run again after a crash cut a call short; ``requires_approval``: each call waits for yes.
     """
 
     name: str
     description: str
     plugin: str
     idempotent: bool = False
+    requires_approval: bool = False
 
     @property
     def summary(self) -> str:
@@ -233,9 +234,8 @@ class ToolSet:
         return self._by_name.get(name)
 
     def specs(self) -> list[dict[str, Any]]:
-        """The tool definitions for a request; built once, the same bytes every call (which
-        keeps the prompt cache warm). The list is never changed in place: the model client
-        keeps its JSON text by identity."""
+        """The tool definitions for a request; built once, the same bytes every call (the prompt
+        cache stays warm). Never changed in place: the client keeps its JSON text by identity."""
         if self._specs is None:
             self._specs = [tool.spec() for tool in self._by_name.values()]
         return self._specs
@@ -273,8 +273,10 @@ class ToolRegistry(ToolSet):
         plugin: str,
         idempotent: bool = False,
         name: str | None = None,
+        requires_approval: bool = False,
     ) -> Tool:
         tool = build_tool(function, plugin=plugin, idempotent=idempotent, name=name)
+        tool.requires_approval = requires_approval
         with self._lock:
             if tool.name in self._by_name:
                 other = self._by_name[tool.name].plugin
@@ -321,8 +323,7 @@ class ToolRegistry(ToolSet):
         self._specs = None
 
     def specs(self) -> list[dict[str, Any]]:
-        """The tool definitions for a request; built once per set of tools, the same bytes every
-        call (which keeps the prompt cache warm). A change of the set builds a new list."""
+        """The tool definitions for a request; built once per set of tools (see ToolSet.specs)."""
         with self._lock:
             if self._specs is None:
                 self._specs = [tool.spec() for tool in self._by_name.values()]

@@ -127,6 +127,25 @@ class Api:
             return _error(exc.status, exc.reason)
         return JSONResponse({"id": dropped.id, "file": dropped.file}, status_code=202)
 
+    # -- approvals --------------------------------------------------------------------------
+
+    def approvals(self, request: Request) -> Response:
+        waiting = self.reader.approvals.waiting()
+        return JSONResponse({"approvals": [a.as_dict() for a in waiting]})
+
+    async def post_approval(self, request: Request) -> Response:
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        approval = request.path_params["id"]
+        try:
+            dropped = await run_in_threadpool(
+                posting.answer, self.home, self.reader.approvals, approval, body
+            )
+        except posting.Refused as exc:
+            return _error(exc.status, exc.reason)
+        return JSONResponse({"id": dropped.id, "file": dropped.file}, status_code=202)
+
     # -- events -----------------------------------------------------------------------------
 
     def events_since(self, request: Request) -> Response:

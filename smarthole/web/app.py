@@ -49,7 +49,7 @@ def create_app(
     home.ensure()
     root = Runtime.for_home(home)
     store, events = root.store, root.events
-    reader = Reader(store, root.tasks, root.pending, root.search)
+    reader = Reader(store, root.tasks, root.pending, root.search, root.approvals)
     follower = EventFollower(
         events, daemon_running=lambda: holder(home.lock_file) is not None, interval=poll_seconds
     )
@@ -119,6 +119,8 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
         Route("/api/tasks", reads(_sync(api.tasks))),
         Route("/api/tasks/{id}/abort", writes(_sync(api.abort)), methods=["POST"]),
         Route("/api/messages", writes(api.post_message), methods=["POST"]),
+        Route("/api/approvals", reads(_sync(api.approvals))),
+        Route("/api/approvals/{id}", writes(api.post_approval), methods=["POST"]),
         Route("/api/events", reads(_sync(api.events_since))),
         Route("/api/events/stream", reads(api.stream)),
         WebSocketRoute("/api/events/socket", api.socket),  # the Gate checks token and Origin

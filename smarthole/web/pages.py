@@ -7,6 +7,7 @@ the page, so a live update shows exactly what a reload would.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,9 +37,15 @@ def environment() -> Environment:
     )
     env.filters["markdown"] = markdown.render
     env.filters["ago"] = ago
+    env.filters["pretty_json"] = pretty_json
     env.globals["STATES"] = STATES
     env.globals["UNTITLED"] = UNTITLED
     return env
+
+
+def pretty_json(value: Any) -> str:
+    """JSON as a person reads it (the template escapes it, as any text)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
 def ago(moment: datetime, now: datetime | None = None) -> str:
@@ -124,6 +131,7 @@ class Pages:
             team_turn=None,
             picker=[],
             pending=None,
+            waiting=[],
             turns=[],
         )
 
@@ -138,6 +146,7 @@ class Pages:
             "shown_turn": shown,
             "picker": self.reader.turns_with_tasks(conversation),
             "pending": pending,
+            "waiting": self.reader.waiting_approvals(conversation.id),
         }
 
     def live(self, conversation_id: str, from_turn: int, team_turn: int | None) -> dict[str, Any]:
@@ -157,6 +166,7 @@ class Pages:
             "bar": self.part("session_bar", parts["bar"]),
             "team": self.part("team_pane", parts["team"], parts["shown_turn"]),
             "picker": self.part("turn_picker", parts["picker"], team_turn, conversation.turns),
+            "approvals": self.part("approvals", parts["waiting"]),
         }
 
     def earlier(self, conversation_id: str, before: int) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The view's only writes: a message dropped into the inbox, and a task's abort.
+"""The view's only writes: a message or an approval's answer dropped into the inbox, and a
+task's abort.
 
 A message from a page is an inbox file like any other, checked first as the daemon would check
 it (the same size limit and the same parser), so what would be set aside in ``failed/`` is
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..db.approvals import Approvals
 from ..db.events import EventLog
 from ..db.store import Store
 from ..db.tasks import Tasks
@@ -21,6 +23,8 @@ from ..home import Home, holder
 from ..pipeline.inbox import drop_messages
 from ..pipeline.message import parse_message, render_message_file
 from ..teams.control import abort_task
+
+MAX_REASON = 4000
 
 
 class Refused(Exception):
@@ -82,6 +86,41 @@ def _optional_text(body: dict[str, Any], key: str) -> str | None:
     if not isinstance(value, str):
         raise Refused(400, f"{key} must be a string")
     return value
+
+
+def answer(home: Home, approvals: Approvals, approval_id: str, body: Any) -> Dropped:
+    """Write the answer file ``body`` asks for (``decision``: ``approve`` or ``deny``, with
+    ``always`` or a ``reason``) for a waiting approval, as ``smarthole approve``/``deny`` do."""
+    if not isinstance(body, dict):
+        raise Refused(400, 'the body must be a JSON object with a "decision" key')
+    unknown = sorted(set(body) - {"decision", "always", "reason"})
+    if unknown:
+        raise Refused(400, f"unknown key(s) {', '.join(unknown)}")
+    decision, always, reason = body.get("decision"), body.get("always", False), body.get("reason")
+    if decision not in ("approve", "deny"):
+        raise Refused(400, 'decision must be "approve" or "deny"')
+    if not isinstance(always, bool) or (always and decision == "deny"):
+        raise Refused(400, "always must be true or false, and only with approve")
+    if reason is not None and (not isinstance(reason, str) or decision == "approve"):
+        raise Refused(400, "reason must be a string, and only with deny")
+    approval = approvals.get(approval_id)
+    if approval is None:
+        raise Refused(404, f"no approval {approval_id!r}")
+    if not approval.waiting:
+        raise Refused(409, f"approval {approval.id} was already decided ({approval.status})")
+    message_id = f"{decision}-{approval.id}-{uuid.uuid4().hex[:8]}"
+    data = render_message_file(
+        (reason or "")[:MAX_REASON],
+        id=message_id,
+        metadata={"by": "web"},
+        args_hash=approval.args_hash,
+        always=always,
+        **{decision: approval.id},
+    )
+    (written,) = drop_messages(home.inbox, [(message_id, data)])
+    if isinstance(written, OSError):
+        raise Refused(503, f"the inbox is not writable: {written.strerror or written}")
+    return Dropped(message_id, written.name)
 
 
 def abort(

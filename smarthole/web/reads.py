@@ -15,6 +15,7 @@ from typing import Any
 
 from ..agent.prompts import UNTITLED
 from ..conversations import resolve_conversation
+from ..db.approvals import Approval, Approvals
 from ..db.pending import PendingQuestions
 from ..db.records import Conversation
 from ..db.search import Search, SearchHit
@@ -39,8 +40,11 @@ STATES = {
 RUNNING_TURNS = (TurnStatus.RUNNING, TurnStatus.INTERRUPTED, TurnStatus.DEFERRED)
 
 
-def state_of(last_turn: TurnStatus | None, waiting: bool) -> str:
-    """A conversation's state as a person reads it, from its latest turn."""
+def state_of(last_turn: TurnStatus | None, waiting: bool, approving: bool = False) -> str:
+    """A conversation's state as a person reads it, from its latest turn (``approving``: a
+    tool call of that turn waits for the person's approval)."""
+    if approving:
+        return "waiting"
     if last_turn is None:
         return "new"
     if last_turn in RUNNING_TURNS:
@@ -201,13 +205,19 @@ class Reader:
     """The web view's reads of one store."""
 
     def __init__(
-        self, store: Store, tasks: Tasks, pending: PendingQuestions, search: Search
+        self,
+        store: Store,
+        tasks: Tasks,
+        pending: PendingQuestions,
+        search: Search,
+        approvals: Approvals,
     ) -> None:
         self.store = store
         self.views = WebViews(store)
         self.tasks = tasks
         self.pending = pending
         self.finder = search
+        self.approvals = approvals
 
     # -- conversations ----------------------------------------------------------------------
 
@@ -216,7 +226,11 @@ class Reader:
         found, total = self.views.conversation_page(limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
         statuses = self.views.last_turn_statuses([c.id for c in found])
         waiting = {q.conversation_id for q in self.pending.all()}
-        rows = [ConversationRow(c, state_of(statuses.get(c.id), c.id in waiting)) for c in found]
+        approving = {a.conversation_id for a in self.approvals.waiting()}
+        rows = [
+            ConversationRow(c, state_of(statuses.get(c.id), c.id in waiting, c.id in approving))
+            for c in found
+        ]
         return ConversationPage(rows, page, max(1, math.ceil(total / PAGE_SIZE)), total)
 
     def search(self, query: str) -> SearchResults:
@@ -231,7 +245,13 @@ class Reader:
         conversation = resolve_conversation(self.store, wanted)
         last = self.store.turn(conversation.id, conversation.turns)
         waiting = self.pending.get(conversation.id) is not None
-        return ConversationRow(conversation, state_of(last.status if last else None, waiting))
+        approving = bool(self.waiting_approvals(conversation.id))
+        status = last.status if last else None
+        return ConversationRow(conversation, state_of(status, waiting, approving))
+
+    def waiting_approvals(self, conversation_id: str) -> list[Approval]:
+        """The tool calls of this conversation that wait for the person's approval."""
+        return [a for a in self.approvals.of_conversation(conversation_id) if a.waiting]
 
     # -- the left pane ----------------------------------------------------------------------
 

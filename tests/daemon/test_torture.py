@@ -33,6 +33,7 @@ def check(result) -> None:
     assert result.disagreements == 0, result  # ledger, turns and events agree after each kill
     assert result.desktop_rejected == 0, result
     assert result.notified_twice == 0, result  # a notification goes at most once
+    assert result.unapproved_runs == 0, result  # no call that asked ran without a stored yes
 
 
 def test_random_kills_lose_and_double_nothing(tmp_path):
@@ -57,6 +58,22 @@ def test_random_kills_during_team_tasks_repeat_and_skip_no_agent_turn(tmp_path):
     check(result)
     assert result.team_tasks == 4
     assert result.bad_team_tasks == 0, result  # turns 1..N, in order, each by the right agent
+
+
+def test_random_kills_around_approvals_never_run_a_call_without_a_yes_nor_twice(tmp_path):
+    result = torture.torture(
+        messages=12,
+        channels=2,
+        kills=6,
+        seed=3,
+        root=tmp_path,
+        max_gap=0.5,
+        quiet=True,
+        desktop_every=0,
+        approve_every=3,
+    )
+    check(result)
+    assert result.approvals == 4, result
 
 
 def test_a_disagreement_between_ledger_turns_and_events_is_reported(home, fake, env):

@@ -174,3 +174,30 @@ def test_status_shows_a_desktop_that_is_not_there(home, env, daemons):
     assert bridge["url"] == absent.url
     result = smarthole("status", "--home", str(home), env=env)
     assert f"desktop bridge: error ({absent.url} as smarthole) · last error:" in result.stdout
+
+
+def test_an_approval_is_a_high_priority_notification_and_a_spoken_no_answers_it(
+    home, fake, env, daemons, desktop
+):
+    from tests.helpers import TEST_PLUGINS
+
+    fake.add(tool_use("record", {"value": "milk"}))
+    fake.add(text("I did not record it."))
+    enable_bridge(
+        home,
+        desktop,
+        sections={
+            "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+            "approvals": {"tools": ["record"]},
+        },
+    )
+    daemons(home, env)
+    desktop.wait_registered()
+    first = desktop.route("Record milk")
+    (asked,) = desktop.wait_response(first, "notification")
+    assert asked["payload"]["priority"] == "high" and "record" in asked["payload"]["body"]
+    desktop.route("No, leave it.")  # a plain message: the person's answer instead
+    _, final = desktop.wait_response(first, "notification", count=2)
+    assert final["payload"]["body"] == "I did not record it."
+    assert not (home / "tool-runs.log").exists()
+    assert fake.requests[-1].tool_results[0]["content"].endswith("No, leave it.")

@@ -19,7 +19,13 @@ KNOWN_TYPES = ("registration_response", "message")
 CAPABILITIES = ["messages", "notifications"]
 ERROR_TITLE = "SmartHole Error"
 # A question waits for the user, so it should interrupt; everything else is routine.
-PRIORITIES = {"response": "normal", "message": "normal", "question": "high", "error": "high"}
+PRIORITIES = {
+    "response": "normal",
+    "message": "normal",
+    "question": "high",
+    "error": "high",
+    "approval": "high",
+}
 
 
 class BadFrame(DesktopError):

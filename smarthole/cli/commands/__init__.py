@@ -15,13 +15,14 @@ from types import ModuleType
 
 from ...errors import ExitCode, PluginError
 from ..parser import Commands, Handler, Parser
-from . import basics, conversations, inspection, mcp, operations, teams, tidying, web
+from . import approvals, basics, conversations, inspection, mcp, operations, teams, tidying, web
 
 MODULES: tuple[ModuleType, ...] = (
     basics,
     operations,
     conversations,
     teams,
+    approvals,
     tidying,
     inspection,
     mcp,

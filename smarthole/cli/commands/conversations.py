@@ -108,6 +108,7 @@ def show(args: argparse.Namespace) -> int:
                 root.store.turns(conversation.id),
                 root.store.messages(conversation.id),
                 root.outbox_record.items_for_conversation(conversation.id),
+                root.approvals.of_conversation(conversation.id),
             )
         )
     return ExitCode.OK

@@ -165,6 +165,7 @@ function conversationPage() {
     if (live.turns.length) main.querySelector('[data-testid="human-empty"]')?.remove();
     place(main.querySelector(".bar-slot"), live.bar);
     place(main.querySelector(".team-slot"), live.team);
+    place(main.querySelector(".approvals-slot"), live.approvals);
     if (document.activeElement?.dataset?.testid !== "turn-picker") {
       place(main.querySelector(".picker-slot"), live.picker);
     }
@@ -242,6 +243,24 @@ function conversationPage() {
     if (teamTurn) url.searchParams.set("turn", teamTurn); else url.searchParams.delete("turn");
     history.replaceState(null, "", url);
     refresh();
+  });
+
+  // Approve, Always, Deny: each writes an answer file into the inbox, as `smarthole approve` does.
+  main.addEventListener("click", async (click) => {
+    const button = click.target.closest(".approval button[data-decision]");
+    if (!button) return;
+    const card = button.closest('[data-testid="approval"]');
+    const said = card.querySelector('[data-testid="approval-note"]');
+    const body = { decision: button.dataset.decision, always: button.dataset.always === "true" };
+    if (body.decision === "deny") body.reason = card.querySelector('[data-testid="approval-reason"]').value;
+    for (const other of card.querySelectorAll("button")) other.disabled = true;
+    try {
+      await postJSON(`/api/approvals/${encodeURIComponent(button.dataset.approval)}`, body);
+      said.textContent = "Sent; waiting for the daemon to take it…";
+    } catch (error) {
+      said.textContent = `Not sent: ${error.message}`;
+      for (const other of card.querySelectorAll("button")) other.disabled = false;
+    }
   });
 
   main.addEventListener("click", async (click) => {
