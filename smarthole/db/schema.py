@@ -248,6 +248,13 @@ def statements(script: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def add_outbox_extra(db: Connection) -> None:
+    """The outbox's ``extra`` column (an item's own front matter), unless it is there already
+    (a store of this version whose version number was set back)."""
+    if not any(row[1] == "extra" for row in db.execute("PRAGMA table_info(outbox)")):
+        db.execute("ALTER TABLE outbox ADD COLUMN extra TEXT")
+
+
 # A step of a migration: SQL text, or a function of the connection (inside its transaction).
 Step = str | Callable[[Connection], None]
 
@@ -271,10 +278,7 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     # Full-text search: the index, its triggers, and what the store already holds indexed.
     8: (*statements(SEARCH_TABLES), build_index),
     # Approvals; an outbox item's extra front matter (an approval's id, tool, hash...).
-    9: (
-        *statements(APPROVAL_TABLES),
-        "ALTER TABLE outbox ADD COLUMN extra TEXT",
-    ),
+    9: (*statements(APPROVAL_TABLES), add_outbox_extra),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
