@@ -37,7 +37,7 @@ def start_task(
     """
     from ..daemon.runtime import Runtime
 
-    runner = Runtime.of(context.app).teams  # type: ignore[arg-type]  # the daemon's App
+    runner = Runtime.of(context.app).teams
     return runner.start_from_tool(task, agents, max_turns, context)
 
 

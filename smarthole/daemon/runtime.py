@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..db.tasks import Tasks
     from ..db.usage import UsageLog
     from ..home import Home
+    from ..hookspecs import PluginApp
     from ..pipeline.answers import Answers
     from ..pipeline.inbox import Inbox
     from ..pipeline.lifecycle import Lifecycle
@@ -91,8 +92,15 @@ class Runtime:
         return root
 
     @classmethod
-    def of(cls, app: App) -> Runtime:
-        """The root ``app`` is attached to; one is made (with lazy parts) if it has none."""
+    def of(cls, app: PluginApp) -> Runtime:
+        """The root ``app`` is attached to; one is made (with lazy parts) if it has none.
+
+        Hooks and tools see ``app`` as the plugin-facing :class:`PluginApp`; the object behind
+        it is the daemon's :class:`App`, which is what a root is built over."""
+        from ..app import App
+
+        if not isinstance(app, App):
+            raise InternalError(f"a composition root needs the daemon's App, not {type(app)}")
         root = getattr(app, "root", None)
         if not isinstance(root, Runtime):
             root = cls(app.home, app=app)

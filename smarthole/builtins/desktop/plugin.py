@@ -62,7 +62,7 @@ def startup(app: PluginApp) -> None:
     from .intake import Intake
     from .records import BridgeRecords
 
-    root = Runtime.of(app)  # type: ignore[arg-type]  # the daemon's app, not a bare PluginApp
+    root = Runtime.of(app)
     store, events = root.store, root.events  # the event hook follows the table: it sees these
     records = BridgeRecords(store)
     records.prune(app.now())
