@@ -12,7 +12,7 @@ import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
 READ_CHUNK = 64 * 1024  # below malloc's mmap threshold: a heap block, not a mapping
 NAME_MAX = 255  # bytes in one path component on every filesystem smarthole supports
+HEAD_BYTES = 16  # what ``read_regular_file``'s ``limit_for`` is shown of a file
 
 
 def child(folder: Path, name: str) -> Path:
@@ -168,9 +169,31 @@ def move_durably(source: Path, target: Path) -> None:
 
 
 def make_private(path: Path, mode: int = PRIVATE_FILE) -> None:
-    """Give a file or folder of smarthole's own ``mode``, if it exists."""
+    """Give a file or folder of smarthole's own ``mode``, if it exists (a folder gets
+    ``PRIVATE_FOLDER``, and its files ``mode``)."""
     with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            os.chmod(path, PRIVATE_FOLDER)
+            for entry in os.scandir(path):
+                if entry.is_file(follow_symlinks=False):
+                    os.chmod(entry.path, mode, follow_symlinks=False)
+            return
         os.chmod(path, mode, follow_symlinks=False)
+
+
+def remove_entry(path: Path) -> None:
+    """Remove a file, or a folder message (a folder of files), if it exists."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def fit_name(name: str, limit: int = NAME_MAX) -> str:
@@ -200,7 +223,13 @@ class RegularFile:
     mtime_ns: int
 
 
-def read_regular_file(path: Path, limit: int) -> RegularFile:
+def read_regular_file(
+    path: Path,
+    limit: int,
+    *,
+    limit_name: str = "max_message_bytes",
+    limit_for: Callable[[bytes], tuple[int, str]] | None = None,
+) -> RegularFile:
     """Read ``path`` if, and only if, it is a regular file of its own of at most ``limit`` bytes.
 
     One descriptor, opened without following a symbolic link and without blocking on a FIFO,
@@ -227,8 +256,10 @@ def read_regular_file(path: Path, limit: int) -> RegularFile:
             raise MessageError("not a regular file")
         if info.st_nlink != 1:
             raise MessageError("hard-linked file (refused: see the README)")
+        if limit_for is not None:
+            limit, limit_name = limit_for(os.pread(fd, HEAD_BYTES, 0))
         if info.st_size > limit:
-            raise MessageError(_too_large(info.st_size, limit))
+            raise MessageError(_too_large(info.st_size, limit, limit_name))
         chunks = []
         remaining = limit + 1  # one byte more tells a file that grew after the fstat
         # os.read allocates what it is asked for: a message of a few hundred bytes read with a
@@ -240,14 +271,14 @@ def read_regular_file(path: Path, limit: int) -> RegularFile:
             want = READ_CHUNK  # what it grew by since the fstat, if anything
         data = b"".join(chunks)
         if len(data) > limit:
-            raise MessageError(_too_large(len(data), limit))
+            raise MessageError(_too_large(len(data), limit, limit_name))
         return RegularFile(data=data, mtime_ns=info.st_mtime_ns)
     finally:
         os.close(fd)
 
 
-def _too_large(size: int, limit: int) -> str:
-    return f"larger than max_message_bytes ({size} > {limit} bytes)"
+def _too_large(size: int, limit: int, limit_name: str = "max_message_bytes") -> str:
+    return f"larger than {limit_name} ({size} > {limit} bytes)"
 
 
 def open_for_writing(path: Path) -> bool | None:

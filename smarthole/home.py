@@ -51,6 +51,7 @@ class Home:
     state = _Under(".smarthole")
     database = _Under(".smarthole", "smarthole.db")
     claimed = _Under(".smarthole", "claimed")
+    blobs = _Under(".smarthole", "blobs")  # attachments, content-addressed (attachments.blobs)
     lock_file = _Under(".smarthole", "daemon.lock")
     stranded_file = _Under(".smarthole", "stranded.json")
 

@@ -197,3 +197,87 @@ class Command:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=10)
+
+
+# -- attachments: files made in the tests ------------------------------------------------------
+
+
+def image_bytes(size: tuple[int, int] = (64, 48), fmt: str = "PNG", color: str = "red") -> bytes:
+    """An image made with Pillow (``fmt``: PNG, JPEG, GIF or WEBP)."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, fmt)
+    return buffer.getvalue()
+
+
+def noise_jpeg(size: tuple[int, int]) -> bytes:
+    """A JPEG of random pixels (hard to compress: a large photo's size)."""
+    import io
+    import os
+
+    from PIL import Image
+
+    image = Image.frombytes("RGB", size, os.urandom(size[0] * size[1] * 3))
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=95)
+    return buffer.getvalue()
+
+
+def pdf_bytes(pages: int = 1, padding: int = 0) -> bytes:
+    """A small hand-written PDF of ``pages`` empty pages (``padding``: a comment that long)."""
+    kids = " ".join(f"{3 + n} 0 R" for n in range(pages))
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>",
+        *["<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>"] * pages,
+    ]
+    body = "%PDF-1.4\n"
+    offsets = []
+    for number, text in enumerate(objects, start=1):
+        offsets.append(len(body))
+        body += f"{number} 0 obj\n{text}\nendobj\n"
+    xref = len(body)
+    body += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
+    body += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
+    body += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
+    return body.encode() + b"%" + b"x" * padding + b"\n%%EOF\n"
+
+
+def bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
+    """A PNG that says it is ``width`` x ``height`` pixels in a few KB (a decompression bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    rows = zlib.compress(b"\0" * (1 + width // 8) * 200, 9)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+    )
+
+
+def drop_folder(home: Path, name: str, files: dict[str, bytes]) -> Path:
+    """A folder message: written beside the inbox, then renamed into it."""
+    import os
+
+    staging = home / f".staging-{name}"
+    staging.mkdir()
+    for file_name, data in files.items():
+        (staging / file_name).write_bytes(data)
+    target = home / "inbox" / name
+    os.rename(staging, target)
+    return target
+
+
+def blobs(home: Path) -> list[Path]:
+    """Every stored blob of a home."""
+    root = home / ".smarthole" / "blobs" / "sha256"
+    if not root.exists():
+        return []
+    return sorted(p for p in root.glob("*/*") if not p.name.startswith("."))

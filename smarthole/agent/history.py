@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..db.records import KINDS, USER
+from .blocks import AttachmentBlocks, has_attachments
 from .messages import Encoder, History, to_api_messages, tool_use_ids
+from .packed import Packed, PackedText, Row
 
 if TYPE_CHECKING:
     from ..db.messages import HistoryRow
@@ -53,14 +54,15 @@ class _Message(NamedTuple):
 
 
 # A _Message as a plain tuple: a reload makes thousands, and a named tuple costs ten times more.
-_Row = tuple[str, list[dict[str, Any]], bool]
+_Row = Row
 
 
 class _Turn:
-    __slots__ = ("_api", "closed", "count", "json", "messages", "size")
+    __slots__ = ("_api", "closed", "count", "extra", "json", "messages", "size")
 
     def __init__(self) -> None:
         self.size = 0  # stored characters: what the history budget counts
+        self.extra = 0  # bytes of attachments its blocks hold (memory, not budget)
         self.count = 0  # stored messages
         self.messages: list[_Row] = []
         self._api: list[dict[str, Any]] | None = None  # made when first wanted; a row clears it
@@ -92,80 +94,7 @@ class _Turn:
         return self.json
 
     def weight(self) -> int:
-        return self.size + self.count * MESSAGE_BYTES
-
-
-class _Text:
-    """Packed turns as one earlier turn of a :class:`History`: their text, sent as it is."""
-
-    __slots__ = ("json",)
-
-    def __init__(self, text: str) -> None:
-        self.json = text
-
-    def api(self) -> list[dict[str, Any]]:  # decoded only off the usual path
-        return list(json.loads(f"[{self.json}]"))
-
-    def rows(self) -> list[_Row]:
-        """Their API messages stand in for their rows (converting them again changes nothing)."""
-        return [(m["role"], m["content"], False) for m in self.api()]
-
-    def encoded(self, encode: Encoder) -> str:
-        return self.json
-
-
-class _Packed:
-    """A conversation's turns that were sent as earlier turns, oldest first, kept only as
-    their JSON text, joined by commas into one string: an object for every turn of a long
-    conversation would cost as much as its text."""
-
-    __slots__ = ("base", "chars", "ends", "numbers", "sizes", "text")
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.base = 0  # the offset of text[0] in the offsets of ends: dropping turns moves it
-        self.numbers = array("q")  # turn numbers, ascending
-        self.sizes = array("q")  # each turn's stored characters: what the budget counts
-        self.chars = 0  # their sum
-        self.ends = array("q")  # where each turn's text ends
-
-    def __len__(self) -> int:
-        return len(self.numbers)
-
-    def last(self) -> int:
-        """The newest turn's number (0 for none)."""
-        return self.numbers[-1] if self.numbers else 0
-
-    def weight(self) -> int:
-        return len(self.text) + PACKED_TURN_BYTES * len(self.numbers)
-
-    def add(self, turns: list[tuple[int, _Turn]]) -> None:
-        """Keep closed turns, newer than those kept, as their text (they were sent as it)."""
-        end = self.base + len(self.text)
-        texts = [self.text] if self.text else []
-        for number, turn in turns:
-            assert turn.json and number > self.last()
-            end += len(turn.json) + bool(texts)  # and the comma before it
-            texts.append(turn.json)
-            self.numbers.append(number)
-            self.sizes.append(turn.size)
-            self.chars += turn.size
-            self.ends.append(end)
-        self.text = ",".join(texts)  # one copy, however many turns come
-
-    def drop(self, count: int) -> None:
-        """Forget the oldest ``count`` turns."""
-        if count >= len(self.numbers):
-            self.text, self.base, self.chars = "", 0, 0
-            for values in (self.numbers, self.sizes, self.ends):
-                del values[:]
-            return
-        cut = self.ends[count - 1] - self.base + 1  # with the comma after it
-        self.chars -= sum(self.sizes[:count])
-        self.text = self.text[cut:]
-        self.base += cut
-        for values in (self.numbers, self.sizes, self.ends):
-            del values[:count]
+        return self.size + self.extra + self.count * MESSAGE_BYTES
 
 
 def _question_and_answer(messages: list[_Row]) -> list[dict[str, Any]] | None:
@@ -202,7 +131,9 @@ class _Kept:
     older_size: int = 0  # the stored characters of the newest of them (0: not known)
     loose: int = 0  # about the bytes the turns not packed hold: text and objects (MESSAGE_BYTES)
     stale: bool = False  # a row came for a packed turn: read the history again
-    packed: _Packed = field(default_factory=_Packed)  # all older than ``turns``
+    packed: Packed = field(default_factory=Packed)  # all older than ``turns``
+    cutoff: int = 0  # turns before this one have their attachments as a one-line note
+    full: set[int] = field(default_factory=set)  # turns whose attachments are sent whole
 
     @property
     def weight(self) -> int:
@@ -224,9 +155,6 @@ MESSAGE_BYTES = 1024
 """The objects one kept message costs beyond its text: its row, its parsed blocks and its API
 message (measured: a turn of two short messages holds about 2 KiB)."""
 
-PACKED_TURN_BYTES = 24
-"""What a packed turn costs beyond its JSON text: its number, size and end offset."""
-
 
 class HistoryCache:
     """The API history of recent conversations, kept between model calls and turns.
@@ -247,8 +175,12 @@ class HistoryCache:
         *,
         conversations: int = 64,
         max_bytes: int = KEEP_BYTES,
+        attachments: AttachmentBlocks | None = None,
+        history_turns: int = 0,
     ) -> None:
         self._rows = rows
+        self._attachments = attachments
+        self.history_turns = history_turns  # 0: every turn's attachments are sent again
         self._context = context  # a user message's first block, from its turn and time (micros)
         self._limit = conversations
         self._max_bytes = max_bytes
@@ -260,16 +192,19 @@ class HistoryCache:
         in ``budget_chars``, as alternating-role API messages."""
         with self._lock:
             kept = self._kept.pop(conversation_id, None)
+            cutoff = current_turn - self.history_turns + 1 if self.history_turns else 0
+            if kept is not None and any(number < cutoff for number in kept.full):
+                kept = None  # an attachment is now too old to send: read the turns again
             if kept is not None:
                 self._add(kept, self._rows.history_rows(conversation_id, after_id=kept.last_id))
             if kept is None or kept.stale:
-                kept = self._load(conversation_id, current_turn, budget_chars)
+                kept = self._load(conversation_id, current_turn, budget_chars, cutoff)
             chosen = self._choose(kept, current_turn, budget_chars)
             if chosen is None:  # wants turns forgotten or never read
-                kept = self._load(conversation_id, current_turn, budget_chars)
+                kept = self._load(conversation_id, current_turn, budget_chars, cutoff)
                 chosen = self._choose(kept, current_turn, budget_chars) or _Choice([], 0)
             _pack(kept, chosen.numbers[:-1])
-            prefix = _Text(kept.packed.text) if kept.packed else None
+            prefix = PackedText(kept.packed.text) if kept.packed else None
             turns = [kept.turns[n] for n in chosen.numbers if n in kept.turns]
             self._kept[conversation_id] = kept
             while len(self._kept) > 1 and (
@@ -286,11 +221,13 @@ class HistoryCache:
             count, self._kept = len(self._kept), OrderedDict()
         return count
 
-    def _load(self, conversation_id: str, current_turn: int, budget_chars: int) -> _Kept:
+    def _load(
+        self, conversation_id: str, current_turn: int, budget_chars: int, cutoff: int
+    ) -> _Kept:
         rows, older = self._rows.history_tail(
             conversation_id, current_turn=current_turn, budget_chars=budget_chars
         )
-        kept = _Kept(last_id=0, turns={}, older=older)
+        kept = _Kept(last_id=0, turns={}, older=older, cutoff=cutoff)
         self._add(kept, rows)
         return kept
 
@@ -304,9 +241,15 @@ class HistoryCache:
         number = None
         for _, row_turn, code, body, is_json, created_at in rows:  # a reload: thousands
             plain = not is_json and body != "" and not body.isspace()
+            held = 0
             if is_json:
                 content = next(parsed)
                 if code == USER:
+                    if self._attachments is not None and has_attachments(content):
+                        full = row_turn >= kept.cutoff
+                        content, held = self._attachments.resolve(content, created_at, full=full)
+                        if full and held:
+                            kept.full.add(row_turn)
                     content.insert(0, context(row_turn, created_at))
             elif code == USER:
                 content = [context(row_turn, created_at), {"type": "text", "text": body}]
@@ -323,7 +266,8 @@ class HistoryCache:
             turn.count += 1
             chars = len(body)
             turn.size += chars
-            size += chars
+            turn.extra += held  # memory, not budget: an image is not its base64 in tokens
+            size += chars + held
         kept.loose += size + len(rows) * MESSAGE_BYTES
         if rows:
             kept.last_id = max(kept.last_id, max(row[0] for row in rows))
@@ -384,11 +328,11 @@ def _is_closed(turn: _Turn) -> bool:
     return turn.closed
 
 
-def _joined(prefix: _Text | None, turns: list[_Turn]) -> History:
+def _joined(prefix: PackedText | None, turns: list[_Turn]) -> History:
     """The API messages of the packed turns (``prefix``) and ``turns``: each turn's own, kept
     between calls, joined where every earlier turn is closed (the usual case); converted
     together where one is not."""
-    packed: list[_Text | _Turn] = [prefix] if prefix is not None else []
+    packed: list[PackedText | _Turn] = [prefix] if prefix is not None else []
     if not turns:
         return History(packed, [])
     *earlier, last = turns

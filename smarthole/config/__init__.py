@@ -5,6 +5,7 @@ documented defaults. Loading (``loading``) reports every bad key in one ``Config
 named as ``[table] key``. TOML itself is read and written by ``smarthole.formats``.
 """
 
+from .attachments import AttachmentSettings
 from .desktop import DesktopSettings
 from .fields import build_settings
 from .loading import (
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_PERSONA",
     "SECTIONS",
     "AgentSettings",
+    "AttachmentSettings",
     "Config",
     "ConversationSettings",
     "DaemonSettings",

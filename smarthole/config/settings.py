@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..formats import parse_duration
+from .attachments import AttachmentSettings
 from .desktop import DesktopSettings
 from .fields import setting
 from .mcp import McpSettings
@@ -66,6 +67,9 @@ class InboxSettings:
         "Where the system cannot tell whether a file is still being written, take it once it "
         "has not changed for this long.",
         minimum=0,
+    )
+    attachment_text: str = setting(
+        "", "The text of a message that is attachments alone (a photo dropped by itself)."
     )
 
 
@@ -188,6 +192,7 @@ SECTIONS: dict[str, type] = {
     "desktop": DesktopSettings,
     "web": WebViewSettings,
     "approvals": ApprovalSettings,
+    "attachments": AttachmentSettings,
 }
 
 
@@ -210,4 +215,5 @@ class Config:
     web: WebViewSettings = field(default_factory=WebViewSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
+    attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

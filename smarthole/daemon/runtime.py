@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..agent.loop import Agent
     from ..agent.titles import Titler
     from ..app import App
+    from ..attachments import BlobStore
     from ..config import Config
     from ..conversations import Conversations
     from ..db.approvals import Approvals
@@ -204,10 +205,24 @@ class Runtime:
 
     @cached_property
     def history(self) -> HistoryCache:
+        from ..agent.blocks import AttachmentBlocks
         from ..agent.history import HistoryCache
         from ..agent.prompts import turn_context
 
-        return HistoryCache(self.store, turn_context)
+        return HistoryCache(
+            self.store,
+            turn_context,
+            attachments=AttachmentBlocks(self.blobs),
+            history_turns=self.config.attachments.history_turns,
+        )
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        """The attachments' blob store: one per process, so storing a blob and housekeeping's
+        removal of one never interleave (its lock)."""
+        from ..attachments import BlobStore
+
+        return BlobStore(self.home.blobs)
 
     # -- the model: only for what calls it ----------------------------------------------------
 
@@ -247,7 +262,16 @@ class Runtime:
         from ..pipeline.inbox import Inbox
 
         app = self.app
-        inbox = Inbox(app.home, app.config.inbox, self.store, self.ledger, self.events, app.plugins)
+        inbox = Inbox(
+            app.home,
+            app.config.inbox,
+            self.store,
+            self.ledger,
+            self.events,
+            app.plugins,
+            attachments=app.config.attachments,
+            blob_store=self.blobs,
+        )
         inbox.answers = self.answers.take  # a file that answers an approval is applied at once
         return inbox
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+from ..attachments.kinds import Attachment
 from ..errors import LookupFailed
 from ..formats import compact_json, from_micros, iso, parse_time
 from .states import TitleState, TurnStatus
@@ -214,10 +215,19 @@ class Message:
     agents: tuple[str, ...] | None = None  # a team task: these agents work on the text
     max_turns: int | None = None
     answer: ApprovalAnswer | None = None  # an approval's answer: never a turn of its own
+    attachments: tuple[Attachment, ...] = ()  # stored as blobs before this is recorded
 
     @property
     def sort_key(self) -> tuple[str, str]:
         return (iso(self.timestamp), self.source_name)
+
+    def user_content(self) -> list[dict[str, Any]]:
+        """The stored user message's blocks: the attachments (images first, as the API
+        advises), then the text."""
+        blocks = [a.to_block() for a in self.attachments]
+        if self.text.strip() or not blocks:
+            blocks.append(text_content(self.text)[0])
+        return blocks
 
     def with_channel(self, channel: str) -> Message:
         return replace(self, channel=channel)
@@ -238,6 +248,8 @@ class Message:
         }
         if self.agents is not None:
             data.update(agents=list(self.agents), max_turns=self.max_turns)
+        if self.attachments:
+            data["attachments"] = [a.to_dict() for a in self.attachments]
         return compact_json(data)
 
     @classmethod
@@ -246,4 +258,6 @@ class Message:
         data["timestamp"] = parse_time(data["timestamp"])
         if data.get("agents") is not None:
             data["agents"] = tuple(data["agents"])
+        if data.get("attachments"):
+            data["attachments"] = tuple(Attachment.from_dict(a) for a in data["attachments"])
         return cls(**data)

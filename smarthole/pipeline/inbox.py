@@ -10,7 +10,6 @@ between the claim and the ledger strands the file (see ``stranded``): retried, n
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -22,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..attachments import BlobStore
+from ..config import AttachmentSettings
 from ..db.ledger import Admission
 from ..db.records import Message
 from ..errors import MessageError
@@ -32,11 +33,12 @@ from ..fsutil import (
     child,
     fit_name,
     fsync_dir,
-    read_regular_file,
+    remove_entry,
     write_new_files,
 )
 from .failed import aside_note, move_to_failed
-from .message import DEFAULT_CHANNEL, parse_message, render_message_file
+from .incoming import read_entry
+from .message import DEFAULT_CHANNEL, render_message_file
 from .stranded import StrandedClaims
 from .watch import InboxEntry, InboxFolder, Watcher, is_candidate
 
@@ -136,7 +138,10 @@ class Inbox:
     ledger: Ledger
     events: EventLog
     plugins: Plugins
+    attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
+    blob_store: BlobStore | None = None  # the root's; a store of its own when not given
     folder: InboxFolder = field(init=False)
+    blobs: BlobStore = field(init=False)
     stranded: StrandedClaims = field(init=False)
     # Applies a file that answers an approval (``pipeline.answers``); set by the daemon.
     answers: Callable[[Path, Message, str], bool] | None = field(default=None, init=False)
@@ -146,6 +151,7 @@ class Inbox:
     def __post_init__(self) -> None:
         self.folder = InboxFolder(self.home.inbox, self.settings)
         self.stranded = StrandedClaims(self.home.stranded_file)
+        self.blobs = self.blob_store or BlobStore(self.home.blobs)
 
     # -- looking -----------------------------------------------------------------------------
 
@@ -235,9 +241,7 @@ class Inbox:
         return claims
 
     def _read(self, claimed: Path, name: str) -> Message:
-        file = read_regular_file(claimed, self.settings.max_message_bytes)
-        modified = datetime.fromtimestamp(file.mtime_ns / 1e9, UTC)
-        return parse_message(name, file.data, modified=modified)
+        return read_entry(claimed, name, self.settings, self.attachments, self.blobs)
 
     def _admitted(
         self, claimed: Path, name: str, message: Message, channel: str, admission: Admission
@@ -331,8 +335,7 @@ class Inbox:
         has, so recovery skips it as a duplicate and removes it.
         """
         if entry.claimed_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                entry.claimed_path.unlink()
+            remove_entry(entry.claimed_path)
 
     def move_aside(self, entry: LedgerEntry, note: str) -> Path:
         """After the commit that made ``entry`` dead: its file goes to ``failed/`` with
@@ -391,6 +394,5 @@ class Inbox:
 
 
 def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-        fsync_dir(path.parent)
+    remove_entry(path)
+    fsync_dir(path.parent)

@@ -137,7 +137,7 @@ class Lifecycle:
                 conversation.id,
                 number,
                 "user",
-                [{"type": "text", "text": message.text}],
+                message.user_content(),
                 db=db,
             )
             self.ledger.set_status(

@@ -13,7 +13,7 @@ import json
 import math
 import re
 from datetime import UTC, date, datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..db.records import ApprovalAnswer, Message
 from ..errors import ConfigError, MessageError
@@ -26,6 +26,19 @@ from ..formats import (
     loads_toml,
     parse_time,
 )
+
+if TYPE_CHECKING:
+    from ..attachments import Attachment
+
+
+class AttachmentSource(Protocol):
+    """Where a message's attachments come from (``pipeline.incoming``): the files of its
+    folder, or base64 in its JSON. Taking them stores them as blobs."""
+
+    text: str  # the message text when there is none but attachments
+
+    def take(self, listed: Any, *, from_json: bool) -> tuple[Attachment, ...]: ...
+
 
 SUFFIXES = (".md", ".txt", ".json")
 KEYS = {
@@ -41,6 +54,7 @@ KEYS = {
     "deny",
     "args_hash",
     "always",
+    "attachments",
 }
 JSON_KEYS = KEYS | {"text"}
 DEFAULT_CHANNEL = "default"
@@ -52,7 +66,9 @@ CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 MAX_METADATA_DEPTH = 32
 
 
-def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:
+def parse_message(
+    name: str, data: bytes, *, modified: datetime, attachments: AttachmentSource | None = None
+) -> Message:
     """Parse the bytes of inbox file ``name``; raises ``MessageError`` with the reason.
 
     ``name`` is the name as ``os.listdir`` gives it (undecodable bytes as surrogate escapes).
@@ -60,9 +76,9 @@ def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:
     limit), is a ``MessageError``: bad input must never stop the daemon.
     """
     try:
-        message = _parse(name, data, modified)
+        message = _parse(name, data, modified, attachments)
         message.to_json().encode("utf-8")  # what the ledger stores must be storable
-    except MessageError:
+    except (MessageError, OSError):  # OSError: storing an attachment met a disk fault
         raise
     except RecursionError as exc:
         raise MessageError("nested too deeply to read") from exc
@@ -74,7 +90,7 @@ def parse_message(name: str, data: bytes, *, modified: datetime) -> Message:
     return message
 
 
-def _parse(name: str, data: bytes, modified: datetime) -> Message:
+def _parse(name: str, data: bytes, modified: datetime, source: AttachmentSource | None) -> Message:
     dot = name.rfind(".")  # PurePath(name).suffix, without interning the name (fsutil.child)
     suffix = name[dot:].lower() if 0 < dot < len(name) - 1 else ""
     if suffix not in SUFFIXES:
@@ -90,10 +106,16 @@ def _parse(name: str, data: bytes, modified: datetime) -> Message:
         fields, body = _json_fields(text)
     else:
         fields, body = _front_matter_fields(text)
+    listed = fields.pop("attachments", None)
+    if listed is not None and source is None:
+        raise MessageError("attachments come only with a file in inbox/ (a folder or JSON)")
+    taken = source.take(listed, from_json=suffix == ".json") if source is not None else ()
     body = body.strip()
     if not body and not ({"approve", "deny"} & set(fields)):
-        raise MessageError("the message text is empty")
-    return _build(name, data, body, fields, modified)
+        if not taken:
+            raise MessageError("the message text is empty")
+        body = source.text if source is not None else ""
+    return _build(name, data, body, fields, modified, taken)
 
 
 def _json_fields(text: str) -> tuple[dict[str, Any], str]:
@@ -116,7 +138,8 @@ def _json_fields(text: str) -> tuple[dict[str, Any], str]:
         raise MessageError(
             f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(JSON_KEYS))}"
         )
-    body = payload.pop("text", "" if {"approve", "deny"} & set(payload) else None)
+    answers_or_attaches = {"approve", "deny", "attachments"} & set(payload)
+    body = payload.pop("text", "" if answers_or_attaches else None)
     if not isinstance(body, str):
         raise MessageError('"text" must be a string')
     return payload, body
@@ -150,7 +173,12 @@ def _front_matter_fields(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _build(
-    name: str, data: bytes, body: str, fields: dict[str, Any], modified: datetime
+    name: str,
+    data: bytes,
+    body: str,
+    fields: dict[str, Any],
+    modified: datetime,
+    attachments: tuple[Attachment, ...] = (),
 ) -> Message:
     message_id = fields.get("id")
     if message_id is not None:
@@ -178,6 +206,10 @@ def _build(
     answer = _approval_answer(fields)
     if answer is not None and agents is not None:
         raise MessageError("an approval's answer cannot also ask for agents")
+    if answer is not None and attachments:
+        raise MessageError("an approval's answer cannot also carry attachments")
+    if attachments:  # the same text with other attachments is another message
+        data += b"".join(b"\0" + a.sha256.encode() for a in attachments)
     return Message(
         id=message_id or derive_id(name, data, modified),
         id_derived=message_id is None,
@@ -192,7 +224,15 @@ def _build(
         agents=agents,
         max_turns=max_turns,
         answer=answer,
+        attachments=attachments,
     )
+
+
+def attachments_message(
+    name: str, data: bytes, modified: datetime, text: str, attachments: tuple[Attachment, ...]
+) -> Message:
+    """A message that is attachments alone (a lone image, a folder with no text file)."""
+    return _build(name, data, text, {}, modified, attachments)
 
 
 def _approval_answer(fields: dict[str, Any]) -> ApprovalAnswer | None:

@@ -187,6 +187,7 @@ class Processor:
             pending=pending,
             extra=extra,
         )
+        self.history.history_turns = self.config.attachments.history_turns  # after a reload
         return TurnRun(
             app=self.app,
             events=self.events,

@@ -2,10 +2,11 @@
 
 Filesystem events (watchdog, the only importer of it) are hints that wake the daemon; a scan
 of the folder is the truth. Writers rename finished files into ``inbox/``; dotfiles and names
-ending ``.tmp`` or ``.part`` are someone's work in progress and are left alone, as are
-folders. A file written in place is ready once its writer has closed it (Linux tells through a
-read lease); elsewhere, or for a file another user owns, once it has not changed for
-``settle_seconds``.
+ending ``.tmp`` or ``.part`` are someone's work in progress and are left alone. A file
+written in place is ready once its writer has closed it (Linux tells through a read lease);
+elsewhere, or for a file another user owns, once it has not changed for ``settle_seconds``.
+A folder is a folder message (``incoming``): ready once no file in it is open for writing
+(or, where that cannot be told, changed lately); an empty one once it has settled.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class InboxEntry:
     regular: bool
     linked: bool  # a regular file with more than one name
     ctime_ns: int
+    folder: bool = False
 
 
 class InboxFolder:
@@ -91,12 +93,13 @@ class InboxFolder:
                         info = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         continue
-                    if stat.S_ISDIR(info.st_mode):
-                        continue
+                    folder = stat.S_ISDIR(info.st_mode)
                     regular = stat.S_ISREG(info.st_mode)
                     linked = regular and info.st_nlink > 1
                     entries.append(
-                        InboxEntry(info.st_mtime_ns, entry.name, regular, linked, info.st_ctime_ns)
+                        InboxEntry(
+                            info.st_mtime_ns, entry.name, regular, linked, info.st_ctime_ns, folder
+                        )
                     )
         except FileNotFoundError:
             return []
@@ -109,8 +112,31 @@ class InboxFolder:
             # A writer that links its temp file into place (an exclusive write) unlinks the
             # temp name a moment later; a file that keeps two names is set aside after this.
             return False
+        if entry.folder:
+            return self._folder_ready(entry)
         # Anything but a regular file is claimed at once, to be set aside with its reason.
         return not entry.regular or self._ready(entry.name, entry.mtime_ns)
+
+    def _folder_ready(self, entry: InboxEntry) -> bool:
+        """Whether a folder message's writer is done with it: every file in it closed."""
+        folder = child(self.folder, entry.name)
+        try:
+            with os.scandir(folder) as scan:
+                files = [(f.name, f.stat(follow_symlinks=False)) for f in scan]
+        except OSError:
+            return True  # gone or unreadable: the claim decides
+        if not files:
+            return not self._settling(entry.mtime_ns)
+        for name, info in files:
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            busy = open_for_writing(child(folder, name))
+            if busy:  # its close is in a subfolder, which the watcher does not hear
+                self._settling(time.time_ns())
+                return False
+            if busy is None and self._settling(info.st_mtime_ns):
+                return False
+        return True
 
     def _ready(self, name: str, mtime_ns: int) -> bool:
         """Whether the writer of ``inbox/name`` is done with it."""

@@ -34,6 +34,10 @@ def invalid_history(messages: Any) -> str | None:
         for number, block in enumerate(blocks):
             if block.get("type") == "text" and not str(block.get("text", "")).strip():
                 return f"{where}.content.{number}: text content blocks must be non-empty"
+            if block.get("type") in ("image", "document"):
+                wrong = _invalid_source(block, role)
+                if wrong:
+                    return f"{where}.content.{number}: {wrong}"
         results = [str(b.get("tool_use_id")) for b in blocks_of_type(blocks, "tool_result")]
         if role == "user":
             missing = [tool_id for tool_id in expected if tool_id not in results]
@@ -56,6 +60,31 @@ def invalid_history(messages: Any) -> str | None:
             seen.add(tool_id)
     if expected:
         return _unanswered(len(messages) - 1, expected)
+    return None
+
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _invalid_source(block: dict[str, Any], role: str) -> str | None:
+    """Why an image or document block is not one the API takes, or None."""
+    kind = block["type"]
+    if role != "user":
+        return f"{kind} blocks are only allowed in user messages"
+    source = block.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("data"), str):
+        return f"{kind}.source: a source with data is required"
+    if not source["data"]:
+        return f"{kind}.source.data: must be non-empty"
+    if kind == "image" and (source.get("type"), source.get("media_type")) not in [
+        ("base64", t) for t in IMAGE_TYPES
+    ]:
+        return f"image.source: base64 of one of {', '.join(IMAGE_TYPES)} is required"
+    if kind == "document" and (source.get("type"), source.get("media_type")) not in (
+        ("base64", "application/pdf"),
+        ("text", "text/plain"),
+    ):
+        return "document.source: base64 application/pdf or text text/plain is required"
     return None
 
 

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smarthole.agent.client import encode_json
-from smarthole.agent.history import MESSAGE_BYTES, PACKED_TURN_BYTES, HistoryCache
+from smarthole.agent.history import MESSAGE_BYTES, HistoryCache
 from smarthole.agent.messages import with_breakpoint
+from smarthole.agent.packed import PACKED_TURN_BYTES
 from smarthole.agent.prompts import turn_context
 from smarthole.db.store import Store
 from smarthole.formats import micros

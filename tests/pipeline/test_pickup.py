@@ -191,7 +191,7 @@ def disk_error(*args, **kwargs):
     ("target", "fault", "shown"),
     [
         ("smarthole.db.ledger.Ledger.admit", database_locked, "database is locked"),
-        ("smarthole.pipeline.inbox.read_regular_file", disk_error, "Input/output error"),
+        ("smarthole.pipeline.incoming.read_regular_file", disk_error, "Input/output error"),
     ],
 )
 def test_a_fault_after_the_claim_is_retried_without_a_restart(

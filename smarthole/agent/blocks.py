@@ -1,0 +1,54 @@
+"""A stored user message's attachments as the model reads them: image and document blocks.
+
+The bytes come from the blob store; the same stored message always makes the same blocks, so
+a request that replays it keeps its prefix byte-identical for the prompt cache. An attachment
+older than ``[attachments] history_turns`` becomes a one-line note, and so does one whose
+blob is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..attachments import ATTACHMENT_BLOCK, Attachment, BlobStore, api_block, placeholder_block
+from ..formats import from_micros, iso
+
+logger = logging.getLogger(__name__)
+
+
+def has_attachments(content: list[dict[str, Any]]) -> bool:
+    return any(block.get("type") == ATTACHMENT_BLOCK for block in content)
+
+
+class AttachmentBlocks:
+    """Makes stored attachment blocks into API blocks, from the blobs in ``blobs``."""
+
+    def __init__(self, blobs: BlobStore) -> None:
+        self.blobs = blobs
+
+    def resolve(
+        self, content: list[dict[str, Any]], created_at: int, *, full: bool
+    ) -> tuple[list[dict[str, Any]], int]:
+        """``content`` with each attachment block replaced (a new list), and the bytes of
+        attachments it now holds. ``full``: send them whole, else a one-line note each."""
+        blocks, held = [], 0
+        sent_at = iso(from_micros(created_at))
+        for block in content:
+            if block.get("type") != ATTACHMENT_BLOCK:
+                blocks.append(block)
+                continue
+            attachment = Attachment.from_dict(block)
+            if not full:
+                blocks.append(placeholder_block(attachment, sent_at))
+                continue
+            try:
+                data = self.blobs.read(attachment.sent_sha256)
+            except FileNotFoundError:
+                logger.error("attachment %s: its blob is gone", attachment.name)
+                blocks.append(placeholder_block(attachment, sent_at, why="no longer stored"))
+                continue
+            made = api_block(attachment, data)
+            held += len(data) * 4 // 3
+            blocks.append(made)
+        return blocks, held
