@@ -9,10 +9,15 @@ blob is gone.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..attachments import ATTACHMENT_BLOCK, Attachment, BlobStore, api_block, placeholder_block
 from ..formats import from_micros, iso
+
+if TYPE_CHECKING:
+    from ..db.records import StoredMessage
 
 logger = logging.getLogger(__name__)
 
@@ -52,3 +57,19 @@ class AttachmentBlocks:
             held += len(data) * 4 // 3
             blocks.append(made)
         return blocks, held
+
+
+def with_attachments(messages: list[StoredMessage], blobs: Path) -> list[StoredMessage]:
+    """Stored messages with their attachment blocks made into API blocks (a team agent's
+    turn: short, so made at each call rather than kept)."""
+    if not any(m.kind == "user" and has_attachments(m.content) for m in messages):
+        return messages
+    maker = AttachmentBlocks(BlobStore(blobs))
+    made = []
+    for message in messages:
+        if message.kind == "user" and has_attachments(message.content):
+            micros = int(message.created_at.timestamp() * 1_000_000)
+            content, _ = maker.resolve(message.content, micros, full=True)
+            message = replace(message, content=content)
+        made.append(message)
+    return made

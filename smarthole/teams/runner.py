@@ -38,6 +38,7 @@ from .session import AgentTurnSession, HumanTurn, TaskAborted
 if TYPE_CHECKING:
     from ..agent.loop import Agent
     from ..app import App
+    from ..attachments import Attachment
     from ..config.teams import TeamAgent
     from ..db.events import EventLog
     from ..db.records import Message, StoredMessage
@@ -52,6 +53,7 @@ class TaskRequest:
     task: str
     agents: list[str]
     max_turns: int | None = None
+    attachments: tuple[Attachment, ...] = ()  # the message's: its first agent sees them
 
 
 class TeamRunner:
@@ -127,7 +129,9 @@ class TeamRunner:
         status line, so the person knows the result is partial.
         """
         assert message.agents is not None
-        request = TaskRequest(message.text, list(message.agents), message.max_turns)
+        request = TaskRequest(
+            message.text, list(message.agents), message.max_turns, message.attachments
+        )
         task = self.run(place, message.id, request)
         if (
             task.status is TaskStatus.COMPLETED
@@ -184,7 +188,7 @@ class TeamRunner:
                 if created:
                     self._event("task_started", task, place, db, agents=agents, max_turns=max_turns)
         with self._exclusive(task.id):
-            return self._drive(task, place)
+            return self._drive(task, place, request.attachments)
 
     @contextlib.contextmanager
     def _exclusive(self, task_id: str) -> Iterator[None]:
@@ -201,7 +205,9 @@ class TeamRunner:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def _drive(self, task: Task, place: HumanTurn) -> Task:
+    def _drive(
+        self, task: Task, place: HumanTurn, attachments: tuple[Attachment, ...] = ()
+    ) -> Task:
         if task.finished:
             return task
         if task.status is not TaskStatus.ACTIVE:
@@ -209,7 +215,7 @@ class TeamRunner:
         done = self.tasks.turns(task.id)
         try:
             while (ending := self._ending(task, done)) is None:
-                done.append(self._agent_turn(task, len(done), done, place))
+                done.append(self._agent_turn(task, len(done), done, place, attachments))
                 current = self.tasks.get(task.id)
                 if current is not None and current.finished:  # finish_task ended it
                     return current
@@ -237,12 +243,19 @@ class TeamRunner:
         return None
 
     def _agent_turn(
-        self, task: Task, index: int, done: list[AgentTurn], place: HumanTurn
+        self,
+        task: Task,
+        index: int,
+        done: list[AgentTurn],
+        place: HumanTurn,
+        attachments: tuple[Attachment, ...] = (),
     ) -> AgentTurn:
         agent = self.team[task.agents[index % len(task.agents)]]
         turn_fields = {"agent": agent.name, "agent_turn": index + 1, "max_turns": task.max_turns}
         if not self.tasks.messages(task.id, index):
             request = [{"type": "text", "text": turn_request(task, index, done)}]
+            if index == 0:  # the message's attachments go to the first agent
+                request = [a.to_block() for a in attachments] + request
             with self.app.store.transaction() as db:
                 self.tasks.append_message(task.id, index, "user", "user", request, db=db)
                 self._event("agent_turn_started", task, place, db, **turn_fields)

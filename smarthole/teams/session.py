@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent.approvals import ApprovalGate, CallPlace
+from ..agent.blocks import with_attachments
 from ..agent.messages import to_api_messages
 from ..agent.recorder import TurnRecorder, api_messages
 from ..db.events import place
@@ -97,7 +98,7 @@ class AgentTurnSession:
         return self.system_blocks
 
     def history(self) -> list[dict[str, Any]]:
-        return to_api_messages(self.turn_messages())
+        return to_api_messages(with_attachments(self.turn_messages(), self.app.home.blobs))
 
     def turn_messages(self) -> list[StoredMessage]:
         return api_messages(self.tasks.messages(self.task.id, self.index))
