@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .agent.prompts import UNTITLED, UNTITLED_INTERRUPTED
+from .attachments import Attachment, attachments_in
 from .db.events import about
 from .db.records import Conversation, StoredMessage, unique_match
 from .db.states import ConversationStatus, MessageStatus, OutboxKind, TitleState, TurnStatus
@@ -236,7 +237,11 @@ class Conversations:
         for number, messages in self._by_turn(conversation.id).items():
             for message in messages:
                 if message.kind == "user":
-                    turns.append({"turn": number, "role": "human", "content": message.text})
+                    turn = {"turn": number, "role": "human", "content": message.text}
+                    attached = attachments_in(message.content)
+                    if attached:  # named by hash; the bytes are blobs (export writes them)
+                        turn["attachments"] = [a.to_dict() for a in attached]
+                    turns.append(turn)
             replies = said.pop(number, None)
             if replies is None:
                 replies = [m.text for m in messages if m.kind == "assistant" and m.text.strip()]
@@ -268,15 +273,17 @@ class Conversations:
         conversation = self.store.create_conversation(channel)
         with self.store.transaction() as db:
             number = 0
-            for role, content in turns:
+            for role, content, attached in turns:
                 if role == "human" or number == 0:
                     number = self.store.start_turn(
                         db, conversation.id, f"import:{conversation.id}:{number + 1}"
                     )
                     self.store.complete_turn(db, conversation.id, number, note=IMPORTED)
                 kind = "user" if role == "human" else "assistant"
-                block = [{"type": "text", "text": content}]
-                self.store.append_message(conversation.id, number, kind, block, db=db)
+                blocks = [a.to_block() for a in attached]
+                if content.strip() or not blocks:
+                    blocks.append({"type": "text", "text": content})
+                self.store.append_message(conversation.id, number, kind, blocks, db=db)
         self.end(conversation, IMPORTED)
         self._keep_title_and_summary(conversation.id, data)
         return self.store.conversation(conversation.id) or conversation
@@ -299,8 +306,9 @@ def context_of(export: dict[str, Any]) -> dict[str, Any]:
     return {"entry_agent": export["entry_agent"], "turns": turns}
 
 
-def parse_context(data: Any) -> list[tuple[str, str]]:
-    """The ``(role, content)`` pairs of a context object; ``DocumentError`` if it is not one."""
+def parse_context(data: Any) -> list[tuple[str, str, list[Attachment]]]:
+    """The ``(role, content, attachments)`` of each turn of a context object;
+    ``DocumentError`` if it is not one."""
     if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
         raise DocumentError('not a conversation context: it needs a "turns" list')
     pairs = []
@@ -309,13 +317,28 @@ def parse_context(data: Any) -> list[tuple[str, str]]:
             role = turn.get("role") if isinstance(turn, dict) else turn
             shown = reprlib.repr(role)  # bounded: the document may hold anything
             raise DocumentError(f"turn {index}: unknown role {shown} (human or entry_agent)")
+        attached = _attachments(index, turn)
         content = turn.get("content")
-        if not isinstance(content, str) or not content.strip():
+        if not isinstance(content, str) or not (content.strip() or attached):
             raise DocumentError(f"turn {index}: content must be non-empty text")
-        pairs.append((turn["role"], content))
+        pairs.append((turn["role"], content, attached))
     if not pairs:
         raise DocumentError("not a conversation context: its turns list is empty")
     return pairs
+
+
+def _attachments(index: int, turn: dict[str, Any]) -> list[Attachment]:
+    listed = turn.get("attachments", [])
+    if not isinstance(listed, list) or (listed and turn.get("role") != "human"):
+        raise DocumentError(f"turn {index}: attachments must be a list, in a human turn")
+    try:
+        return [Attachment.from_dict(a) for a in listed if isinstance(a, dict) or _bad(a)]
+    except ValueError as exc:
+        raise DocumentError(f"turn {index}: {exc}") from exc
+
+
+def _bad(value: Any) -> bool:
+    raise ValueError(f"attachment {reprlib.repr(value)} is not an object")
 
 
 def resolve_conversation(store: Store, wanted: str) -> Conversation:

@@ -30,6 +30,7 @@ BY_SUFFIX = {
     ".json": "application/json",
 }
 SHA256 = re.compile(r"[0-9a-f]{64}")
+PLAIN_NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,255}")  # one file name, nothing to act on
 
 
 def sniff(head: bytes) -> str | None:
@@ -109,7 +110,12 @@ class Attachment:
         if sent is not None and (not isinstance(sent, str) or not SHA256.fullmatch(sent)):
             raise ValueError(f"attachment hash {sent!r} is not a sha256")
         name, media_type, size = data.get("name"), data.get("media_type"), data.get("size")
-        if not isinstance(name, str) or media_type not in BY_SUFFIX.values():
+        if (
+            not isinstance(name, str)
+            or not PLAIN_NAME.fullmatch(name)
+            or name in (".", "..")
+            or media_type not in BY_SUFFIX.values()
+        ):
             raise ValueError(f"attachment {name!r} of type {media_type!r} is not allowed")
         if not isinstance(size, int) or size < 0:
             raise ValueError(f"attachment {name!r} has no size")

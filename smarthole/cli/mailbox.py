@@ -14,9 +14,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..db.outbox import OutboxItem
@@ -105,17 +106,23 @@ class Mailbox:
         conversation: str | None = None,
         new_conversation: bool = False,
         message_id: str | None = None,
+        attachments: Sequence[Path] = (),
     ) -> str:
         message_id = message_id or new_message_id()
         self._sent_after[message_id] = self._events.latest_id()
-        drop_message(
-            self.home.inbox,
-            text,
-            message_id=message_id,
-            channel=channel,
-            conversation=conversation,
-            new_conversation=new_conversation,
-        )
+        fields = {
+            "channel": channel,
+            "conversation": conversation,
+            "new_conversation": new_conversation,
+        }
+        if attachments:
+            from ..pipeline.incoming import drop_folder_message
+
+            drop_folder_message(
+                self.home.inbox, text, list(attachments), message_id=message_id, **fields
+            )
+        else:
+            drop_message(self.home.inbox, text, message_id=message_id, **fields)
         return message_id
 
     def follow(

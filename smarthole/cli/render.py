@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..attachments import Attachment, attachments_in
 from ..conversations import ConversationView
 from ..db.approvals import Approval
 from ..db.events import Event
@@ -101,7 +102,10 @@ def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list
     tools: list[str] = []
     for message in messages:
         if message.kind == "user":
-            said.append(("you", message.text))
+            attached = attachments_in(message.content)
+            if message.text.strip() or not attached:
+                said.append(("you", message.text))
+            said += [("attached", attachment_line(a)) for a in attached]
         elif message.kind == "assistant":
             tools += [b["name"] for b in message.tool_uses]
         elif message.kind == "agent_message":
@@ -146,21 +150,17 @@ def _said(who: str, text: str) -> str:
     return f"   {who}: {said}"
 
 
-def export_markdown(data: dict[str, Any]) -> str:
-    lines = [
-        f"# {data['title']}",
-        "",
-        f"Conversation `{data['conversation_id']}` on channel `{data['channel']}`.",
-        "",
-    ]
-    current = None
-    for entry in data["turns"]:
-        if entry["turn"] != current:
-            current = entry["turn"]
-            lines += [f"## Turn {current}", ""]
-        who = "**You**" if entry["role"] == "human" else f"**{data['entry_agent']}**"
-        lines += [f"{who}: {entry['content'].strip()}", ""]
-    return "\n".join(lines)
+def attachment_line(attachment: Attachment) -> str:
+    """An attachment for people: its name, type and size."""
+    return f"{attachment.name} ({attachment.media_type}, {size_text(attachment.size)})"
+
+
+def size_text(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / 1024 / 1024:.1f} MiB"
 
 
 PREVIEW_CHARACTERS = 70

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +24,7 @@ from ..config import AttachmentSettings
 from ..db.ledger import Admission
 from ..db.records import Message
 from ..errors import MessageError
-from ..formats import display_name, iso
+from ..formats import display_name
 from ..fsutil import (
     NAME_MAX,
     atomic_write,
@@ -37,7 +35,7 @@ from ..fsutil import (
     write_new_files,
 )
 from .failed import aside_note, move_to_failed
-from .incoming import read_entry
+from .incoming import drop_name, read_entry
 from .message import DEFAULT_CHANNEL, render_message_file
 from .stranded import StrandedClaims
 from .watch import InboxEntry, InboxFolder, Watcher, is_candidate
@@ -52,7 +50,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-UNSAFE_IN_NAMES = re.compile(r"[^\w.@+-]")
 CLAIM_SEPARATOR = "--"
 # Why a message whose id was already taken with another text is refused (file or desktop).
 REUSED_ID = "id already used for a different message"
@@ -82,7 +79,7 @@ def original_name(claimed: Path) -> str:
 def drop_message(inbox: Path, text: str, *, message_id: str, **fields: Any) -> Path:
     """Write a message file into ``inbox`` atomically (temp name, then rename)."""
     inbox.mkdir(parents=True, exist_ok=True)
-    path = inbox / _drop_name(message_id)
+    path = inbox / drop_name(message_id)
     atomic_write(path, render_message_file(text, id=message_id, **fields), exclusive=True)
     return path
 
@@ -102,7 +99,7 @@ def drop_messages(inbox: Path, files: Sequence[tuple[str, bytes]]) -> list[Path 
     used: set[str] = set()
     paths = []
     for message_id, _ in files:
-        name = _drop_name(message_id)
+        name = drop_name(message_id)
         stem, count = name.removesuffix(".md"), 1
         while name in used:  # two ids alike once made safe for a name, in one instant
             count += 1
@@ -111,11 +108,6 @@ def drop_messages(inbox: Path, files: Sequence[tuple[str, bytes]]) -> list[Path 
         paths.append(inbox / name)
     errors = write_new_files([(path, data) for path, (_, data) in zip(paths, files, strict=True)])
     return [error or path for path, error in zip(paths, errors, strict=True)]
-
-
-def _drop_name(message_id: str) -> str:
-    stamp = iso(datetime.now(UTC)).replace(":", "-")
-    return f"{stamp}-{UNSAFE_IN_NAMES.sub('_', message_id)[:80]}.md"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import stat
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -21,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 from ..attachments import Attachment, BlobStore, accept, sniff
 from ..attachments.checks import check_name, size_limit
 from ..errors import MessageError
-from ..formats import display_name
-from ..fsutil import HEAD_BYTES, child, read_regular_file
-from .message import SUFFIXES, attachments_message, parse_message
+from ..formats import display_name, iso
+from ..fsutil import HEAD_BYTES, atomic_write, child, fsync_dir, read_regular_file, remove_entry
+from .message import SUFFIXES, attachments_message, parse_message, render_message_file
 
 if TYPE_CHECKING:
     from ..attachments import Accepted
     from ..config import AttachmentSettings, InboxSettings
     from ..db.records import Message
 
+UNSAFE_IN_NAMES = re.compile(r"[^\w.@+-]")
 MESSAGE_STEM = "message"  # message.md beside other text files: the message's own text
 
 
@@ -182,3 +184,39 @@ def _folder(folder: Path, name: str, taker: Taker, mtime_ns: int) -> Message:
     modified = datetime.fromtimestamp(file.mtime_ns / 1e9, UTC)
     message = parse_message(text_name, file.data, modified=modified, attachments=taker)
     return replace(message, source_name=display_name(name))
+
+
+def drop_folder_message(
+    inbox: Path, text: str, attachments: list[Path], *, message_id: str, **fields: Any
+) -> Path:
+    """Write a folder message into ``inbox``: ``message.md`` and a copy of each file, written
+    and fsynced under a temporary (dot) name, then renamed into place, as writers should."""
+    names = [path.name for path in attachments]
+    for path, name in zip(attachments, names, strict=True):
+        check_name(name)
+        if not path.is_file():
+            raise MessageError(f"cannot attach {display_name(str(path))}: not a file")
+    if len(set(names)) != len(names):
+        raise MessageError("two attachments have the same name; rename one")
+    if f"{MESSAGE_STEM}.md" in names:
+        raise MessageError(f"an attachment may not be named {MESSAGE_STEM}.md")
+    inbox.mkdir(parents=True, exist_ok=True)
+    final = child(inbox, drop_name(message_id).removesuffix(".md"))
+    staging = child(inbox, f".{final.name}.tmp")
+    staging.mkdir(mode=0o700)
+    try:
+        body = render_message_file(text, id=message_id, attachments=names or None, **fields)
+        atomic_write(child(staging, f"{MESSAGE_STEM}.md"), body, mode=None)
+        for path, name in zip(attachments, names, strict=True):
+            atomic_write(child(staging, name), path.read_bytes(), mode=None)
+        os.rename(staging, final)
+    except BaseException:
+        remove_entry(staging)
+        raise
+    fsync_dir(inbox)
+    return final
+
+
+def drop_name(message_id: str) -> str:
+    stamp = iso(datetime.now(UTC)).replace(":", "-")
+    return f"{stamp}-{UNSAFE_IN_NAMES.sub('_', message_id)[:80]}.md"

@@ -102,13 +102,23 @@ def run(args: argparse.Namespace) -> int:
 )
 @option("--wait", action="store_true", help="wait for the reply and print it")
 @number("--timeout", 300.0, "SECONDS", "how long --wait waits", above=True)
-@option("text", nargs="+", help="the message (use - to read standard input)")
+@option(
+    "--attach",
+    metavar="FILE",
+    action="append",
+    default=[],
+    help="attach a photo, PDF or text file (repeatable)",
+)
+@option("text", nargs="*", help="the message (use - to read standard input)")
 def send(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..mailbox import Mailbox, Retrying, ToolCalled, retry_line
 
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    if not text.strip():
+    if not text.strip() and not args.attach:
         raise MessageError("the message text is empty")
+    attachments = [Path(name) for name in args.attach]
     with rooted(args) as root:
         home = root.home
         conversation = args.conversation
@@ -117,7 +127,11 @@ def send(args: argparse.Namespace) -> int:
         running = daemon_pid(home) is not None
         mailbox = Mailbox(home, root.outbox_record, root.events)
         message_id = mailbox.send(
-            text, channel=args.channel, conversation=conversation, new_conversation=args.new
+            text,
+            channel=args.channel,
+            conversation=conversation,
+            new_conversation=args.new,
+            attachments=attachments,
         )
         if not running:
             why = ", so no reply can come yet" if args.wait else ""

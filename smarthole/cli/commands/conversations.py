@@ -210,12 +210,24 @@ def _chat_target(root: Runtime, args: argparse.Namespace) -> tuple[str | None, s
     default="json",
     help="json (default), markdown, or context: the entry agent and the turns only",
 )
+@option(
+    "--output",
+    metavar="FILE",
+    help="write the export to FILE (attachments go to FILE.attachments/ beside it)",
+)
 def export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ...fsutil import atomic_write
     from ..transfer import export_text
 
+    output = Path(args.output) if args.output else None
     with rooted(args) as root:
-        text = export_text(root, args.id, args.format)
-    print(text)
+        text = export_text(root, args.id, args.format, output)
+    if output is None:
+        print(text)
+    else:
+        atomic_write(output, (text + "\n").encode(), mode=None)
     return ExitCode.OK
 
 
@@ -229,11 +241,12 @@ def export(args: argparse.Namespace) -> int:
 )
 def import_context(args: argparse.Namespace) -> int:
     """Read a context JSON (seed 001's shape) into a new conversation; print its id."""
-    from ..transfer import import_channel, read_context
+    from ..transfer import import_channel, read_context, restore_attachments
 
     data = read_context(args.file)
     channel = import_channel(data, args.channel)
     with rooted(args) as root:
+        restore_attachments(root.home, data, args.file)
         conversation = root.conversations.import_context(data, channel=channel)
     print(conversation.id)
     return ExitCode.OK
