@@ -1,8 +1,9 @@
 """What the daemon does besides running turns: recovery at start and periodic housekeeping.
 
 Recovery makes the store and the folders agree again after whatever stopped the last run.
-Housekeeping expires old questions, ends idle conversations and writes due titles and
-summaries; it runs on its own thread so it never delays claiming or dispatching.
+Housekeeping expires old questions, ends idle conversations, writes due titles and
+summaries and removes attachment blobs no message names; it runs on its own thread so it never
+delays claiming or dispatching.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ..db.blobrefs import referenced_blobs
 from ..db.events import about_turn
 from ..db.states import MessageStatus
 from ..formats import Clock
@@ -70,10 +72,20 @@ def housekeeping(runtime: Runtime, clock: Clock, quiet: Quiet | None = None) -> 
         if clock() - conversation.updated_at > idle:
             runtime.conversations.end(conversation, "idle_timeout")
     runtime.titler.sweep()
+    remove_unreferenced_blobs(runtime)
     after = timedelta(seconds=runtime.app.config.daemon.idle_release_seconds)
     if quiet is not None and quiet.due(busy=bool(busy), now=clock(), after=after):
         let_go(runtime, after)
     release_free_memory()
+
+
+def remove_unreferenced_blobs(runtime: Runtime) -> int:
+    """Remove attachment blobs no message names any more (past their grace time: a message
+    being taken in may have stored its blobs and not committed yet)."""
+    blobs = runtime.inbox.blobs
+    if not (blobs.root / "sha256").is_dir():
+        return 0
+    return blobs.remove_unreferenced(referenced_blobs(runtime.app.store))
 
 
 class Quiet:

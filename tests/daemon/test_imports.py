@@ -16,6 +16,7 @@ OTHER_COMMANDS = [
     "smarthole.cli.transfer",
     "smarthole.cli.units",
     "plistlib",
+    "PIL",
 ]
 BRIDGE = [
     "smarthole.builtins.desktop.connection",
