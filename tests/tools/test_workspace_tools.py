@@ -60,6 +60,7 @@ def set_mtime(path: Path, seconds: int) -> None:
         ("edit_file", False),
         ("delete_file", False),
         ("move_file", False),
+        ("save_attachment", True),
     ],
 )
 def test_each_tool_is_registered_with_its_idempotence(tools, name, idempotent):
@@ -67,8 +68,8 @@ def test_each_tool_is_registered_with_its_idempotence(tools, name, idempotent):
     assert tools.get(name).plugin == "workspace"
 
 
-def test_there_are_exactly_the_nine_tools(tools):
-    assert len(tools) == 9
+def test_there_are_exactly_the_ten_tools(tools):
+    assert len(tools) == 10
 
 
 @pytest.mark.parametrize(

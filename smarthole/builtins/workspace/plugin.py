@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ... import hookimpl
+from ...config import AttachmentSettings
 from ...errors import ToolError
 from ...fsutil import atomic_write, unique_path
+from ...tools import ToolResult
 from .lines import (
     MAX_READ_CHARS,
     LineRange,
@@ -32,6 +34,7 @@ from .lines import (
     remove_lines,
     replace_text,
 )
+from .media import AttachmentTools, read_media
 from .paths import Entry, WorkspacePaths
 from .search import FileMatch, glob_regex, search_text
 
@@ -46,7 +49,7 @@ MAX_SEARCH_FILES = 100
 MAX_CONTEXT = 10
 SEARCHED_BY_DEFAULT = (".md", ".txt")
 
-Method = TypeVar("Method", bound=Callable[..., str])
+Method = TypeVar("Method", bound=Callable[..., "str | ToolResult"])
 
 
 @hookimpl
@@ -54,6 +57,7 @@ def register_tools(register: Callable[..., Any], app: PluginApp) -> None:
     """Register the file tools over ``app.home.workspace`` (created if missing)."""
     settings = app.config.workspace
     workspace = Workspace(app.home.workspace, settings.protected, settings.max_write_bytes)
+    workspace.media = app.config.attachments
     # Reading is safe to repeat after a crash, and so is writing a whole file or creating a
     # folder; an edit, delete or move run twice would apply twice, or fail half-way.
     for name in ("read_file", "search_files", "list_files", "get_file_info", "write_file"):
@@ -62,6 +66,7 @@ def register_tools(register: Callable[..., Any], app: PluginApp) -> None:
     register(workspace.edit_file)
     register(workspace.delete_file)
     register(workspace.move_file)
+    register(AttachmentTools(workspace.paths, app.home.blobs).save_attachment, idempotent=True)
 
 
 def size_text(size: int) -> str:
@@ -80,7 +85,7 @@ def reports_os_errors(method: Method) -> Method:
     """Turn an ``OSError`` into a ``ToolError`` naming the workspace path, not the host's."""
 
     @functools.wraps(method)
-    def wrapper(self: Workspace, *args: Any, **kwargs: Any) -> str:
+    def wrapper(self: Workspace, *args: Any, **kwargs: Any) -> str | ToolResult:
         try:
             return method(self, *args, **kwargs)
         except OSError as exc:
@@ -97,14 +102,16 @@ class Workspace:
         root.mkdir(parents=True, exist_ok=True)
         self.paths = WorkspacePaths(root, protected)
         self.max_write_bytes = max_write_bytes
+        self.media = AttachmentSettings()  # what read_file may show as an image or document
 
     # -- reading ----------------------------------------------------------------------------
 
     @reports_os_errors
     def read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None
-    ) -> str:
-        """Read a text file of the workspace; each line comes back as "N: text".
+    ) -> str | ToolResult:
+        """Read a text file of the workspace; each line comes back as "N: text". An image or
+        PDF comes back as itself, for you to look at.
 
         The name matches whatever its case when only one file matches. Long files are cut at
         2000 lines or 100,000 characters; the note at the end gives the lines shown, the total
@@ -117,6 +124,8 @@ class Workspace:
         target = self.paths.existing(path, "File")
         if target.is_dir():
             raise ToolError(f"'{path}' is a folder; use list_files to see what it holds")
+        if (media := read_media(self.paths, target, self.media)) is not None:
+            return media
         lines = self.paths.read_text(target, MAX_READ_BYTES).splitlines()
         total = len(lines)
         if total == 0:
