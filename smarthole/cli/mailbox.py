@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..db.outbox import OutboxItem
-from ..errors import DaemonError
+from ..errors import DaemonError, MessageError
 from ..formats import parse_time, utc_now
 from ..home import Home
 from ..pipeline.inbox import drop_message
@@ -118,9 +118,15 @@ class Mailbox:
         if attachments:
             from ..pipeline.incoming import drop_folder_message
 
-            drop_folder_message(
-                self.home.inbox, text, list(attachments), message_id=message_id, **fields
-            )
+            files = []
+            for path in attachments:
+                try:
+                    files.append((path.name, path.read_bytes()))
+                except OSError as exc:
+                    raise MessageError(
+                        f"cannot attach {path}: {exc.strerror or type(exc).__name__}"
+                    ) from exc
+            drop_folder_message(self.home.inbox, text, files, message_id=message_id, **fields)
         else:
             drop_message(self.home.inbox, text, message_id=message_id, **fields)
         return message_id

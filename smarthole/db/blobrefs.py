@@ -45,3 +45,17 @@ def _collect(attachments: list[Any], hashes: set[str]) -> None:
             hashes.update(
                 value for key in ("sha256", "sent") if isinstance(value := attachment.get(key), str)
             )
+
+
+def named_attachment(store: Database, sha256: str) -> dict[str, Any] | None:
+    """The attachment (as stored: name, media_type, size, sha256) of a conversation message
+    whose original bytes are blob ``sha256``; None if no stored message names it so."""
+    rows = store.query(
+        "SELECT content FROM message_rows WHERE content LIKE ? LIMIT 20",
+        (f'%"sha256":"{sha256}"%',),
+    )
+    for row in rows:
+        for block in json.loads(row[0]):
+            if isinstance(block, dict) and block.get("sha256") == sha256:
+                return block
+    return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..attachments import Attachment, attachments_in
 from ..formats import from_micros, parse_time
 from .connection import Database
 from .records import ASSISTANT, CONVERSATION_KEY, USER, Conversation, text_content
@@ -34,6 +35,7 @@ class Said:
     text: str
     created_at: datetime
     waiting_for_reply: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,4 +183,5 @@ def _message(row: sqlite3.Row) -> Said:
     content = json.loads(row["content"]) if text is None else text_content(text)
     words = "\n".join(b["text"] for b in content if b.get("type") == "text")
     kind = "user" if row["kind"] == USER else "assistant"
-    return Said(row["turn"], kind, words, from_micros(row["created_at"]))
+    attached = tuple(attachments_in(content)) if text is None else ()
+    return Said(row["turn"], kind, words, from_micros(row["created_at"]), attachments=attached)

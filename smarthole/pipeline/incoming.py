@@ -187,15 +187,14 @@ def _folder(folder: Path, name: str, taker: Taker, mtime_ns: int) -> Message:
 
 
 def drop_folder_message(
-    inbox: Path, text: str, attachments: list[Path], *, message_id: str, **fields: Any
+    inbox: Path, text: str, attachments: list[tuple[str, bytes]], *, message_id: str, **fields: Any
 ) -> Path:
-    """Write a folder message into ``inbox``: ``message.md`` and a copy of each file, written
-    and fsynced under a temporary (dot) name, then renamed into place, as writers should."""
-    names = [path.name for path in attachments]
-    for path, name in zip(attachments, names, strict=True):
+    """Write a folder message into ``inbox``: ``message.md`` and each attachment ``(name,
+    bytes)``, written and fsynced under a temporary (dot) name, then renamed into place, as
+    writers should."""
+    names = [name for name, _ in attachments]
+    for name in names:
         check_name(name)
-        if not path.is_file():
-            raise MessageError(f"cannot attach {display_name(str(path))}: not a file")
     if len(set(names)) != len(names):
         raise MessageError("two attachments have the same name; rename one")
     if f"{MESSAGE_STEM}.md" in names:
@@ -207,8 +206,8 @@ def drop_folder_message(
     try:
         body = render_message_file(text, id=message_id, attachments=names or None, **fields)
         atomic_write(child(staging, f"{MESSAGE_STEM}.md"), body, mode=None)
-        for path, name in zip(attachments, names, strict=True):
-            atomic_write(child(staging, name), path.read_bytes(), mode=None)
+        for name, data in attachments:
+            atomic_write(child(staging, name), data, mode=None)
         os.rename(staging, final)
     except BaseException:
         remove_entry(staging)

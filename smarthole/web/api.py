@@ -7,20 +7,27 @@ shapes are documented in ``docs/web.md``. The reads run in a worker thread, off 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from ..attachments import Attachment, BlobStore
+from ..attachments.kinds import SHA256
+from ..config import AttachmentSettings
+from ..db.blobrefs import named_attachment
 from ..db.events import Event, EventLog
 from ..db.search import MAX_QUERY_CHARS
 from ..db.store import Store
-from ..errors import LookupFailed
+from ..errors import ConfigError, LookupFailed
 from ..home import Home
 from . import posting
 from .auth import AUTHENTICATED
@@ -28,6 +35,12 @@ from .follower import BATCH, DaemonState, EventFollower, follow
 from .reads import TURNS_SHOWN, Reader, said_dict
 
 MAX_BODY = 4 * 1024 * 1024  # a request body larger than this is refused before it is parsed
+THUMBNAIL_EDGE = 240
+ATTACHMENT_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox; default-src 'none'; img-src 'self'",
+    "cache-control": "private, max-age=86400",
+}
 
 
 @dataclass
@@ -116,12 +129,28 @@ class Api:
     # -- messages ---------------------------------------------------------------------------
 
     async def post_message(self, request: Request) -> Response:
-        body = await _json_body(request)
+        files: list[tuple[str, bytes]] = []
+        limits = None
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            limits = await run_in_threadpool(_attachment_limits, self.home)
+            form = await _form_body(request, limits)
+            if isinstance(form, Response):
+                return form
+            body, files = form
+        else:
+            body = await _json_body(request)
         if isinstance(body, Response):
             return body
         try:
             dropped = await run_in_threadpool(
-                posting.drop, self.home, body, max_bytes=self.max_message_bytes
+                functools.partial(
+                    posting.drop,
+                    self.home,
+                    body,
+                    max_bytes=self.max_message_bytes,
+                    files=files,
+                    limits=limits,
+                )
             )
         except posting.Refused as exc:
             return _error(exc.status, exc.reason)
@@ -145,6 +174,51 @@ class Api:
         except posting.Refused as exc:
             return _error(exc.status, exc.reason)
         return JSONResponse({"id": dropped.id, "file": dropped.file}, status_code=202)
+
+    # -- attachments ------------------------------------------------------------------------
+
+    def attachment(self, request: Request) -> Response:
+        """A blob that a stored message names, with that message's type; inline only for
+        images and PDFs, and never run as a page of ours (a sandbox policy)."""
+        found = self._named(request)
+        if isinstance(found, Response):
+            return found
+        attachment, data = found
+        inline = attachment.kind in ("image", "pdf")
+        disposition = "inline" if inline else "attachment"
+        return Response(
+            data,
+            media_type=attachment.media_type if inline else "text/plain; charset=utf-8",
+            headers={
+                **ATTACHMENT_HEADERS,
+                "content-disposition": f"{disposition}; filename*=UTF-8''{quote(attachment.name)}",
+            },
+        )
+
+    def thumbnail(self, request: Request) -> Response:
+        found = self._named(request)
+        if isinstance(found, Response):
+            return found
+        attachment, data = found
+        if attachment.kind != "image":
+            return _error(404, "only an image has a thumbnail")
+        from ..attachments.images import thumbnail
+
+        return Response(
+            thumbnail(data, THUMBNAIL_EDGE), media_type="image/png", headers=ATTACHMENT_HEADERS
+        )
+
+    def _named(self, request: Request) -> tuple[Attachment, bytes] | Response:
+        sha256 = request.path_params["sha256"]
+        if not SHA256.fullmatch(sha256):
+            return _error(404, "no such attachment")
+        block = named_attachment(self.store, sha256)
+        if block is None:
+            return _error(404, "no such attachment")
+        try:
+            return Attachment.from_dict(block), BlobStore(self.home.blobs).read(sha256)
+        except (ValueError, FileNotFoundError):
+            return _error(404, "that attachment is no longer stored")
 
     # -- events -----------------------------------------------------------------------------
 
@@ -223,6 +297,53 @@ def _int(request: Request | WebSocket, name: str, default: int) -> int:
 
 def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
+
+
+def _attachment_limits(home: Home) -> AttachmentSettings:
+    """The home's ``[attachments]`` limits, read at each upload (a reload applies)."""
+    from ..config import load_config
+
+    try:
+        return load_config(home).attachments
+    except ConfigError:
+        return AttachmentSettings()
+
+
+FORM_FIELDS = ("text", "conversation", "channel", "new_conversation")
+
+
+async def _form_body(
+    request: Request, limits: AttachmentSettings
+) -> tuple[dict[str, Any], list[tuple[str, bytes]]] | Response:
+    """A ``multipart/form-data`` message: its fields, and its ``file`` parts as attachments."""
+    largest = limits.max_message_bytes + MAX_BODY
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > largest:
+        return _error(413, f"the request body is over {largest} bytes")
+    try:
+        form = await request.form(
+            max_files=limits.max_count + 1,
+            max_fields=len(FORM_FIELDS) + 1,
+            max_part_size=MAX_BODY,
+        )
+    except HTTPException as exc:
+        return _error(exc.status_code, str(exc.detail))
+    try:
+        body: dict[str, Any] = {}
+        files = []
+        for key, value in form.multi_items():
+            if isinstance(value, str):
+                if key not in FORM_FIELDS:
+                    return _error(400, f"unknown field {key!r}")
+                body[key] = value == "true" if key == "new_conversation" else value
+            elif key == "file":
+                files.append((value.filename or "attachment", await value.read()))
+            else:
+                return _error(400, f"unknown file field {key!r}; send files as 'file'")
+        body.setdefault("text", "")
+        return body, files
+    finally:
+        await form.close()
 
 
 async def _json_body(request: Request) -> Any:

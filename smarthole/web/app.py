@@ -122,6 +122,9 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
         Route("/api/approvals", reads(_sync(api.approvals))),
         Route("/api/approvals/{id}", writes(api.post_approval), methods=["POST"]),
         Route("/api/events", reads(_sync(api.events_since))),
+        # attachments: a blob only through a stored message that names it
+        Route("/attachments/{sha256}", reads(_sync(api.attachment))),
+        Route("/attachments/{sha256}/thumb", reads(_sync(api.thumbnail))),
         Route("/api/events/stream", reads(api.stream)),
         WebSocketRoute("/api/events/socket", api.socket),  # the Gate checks token and Origin
         # the app's own files, and nothing else on disk

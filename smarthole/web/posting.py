@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..attachments import accept
+from ..config import AttachmentSettings
 from ..db.approvals import Approvals
 from ..db.events import EventLog
 from ..db.store import Store
@@ -21,6 +23,7 @@ from ..db.tasks import Tasks
 from ..errors import LookupFailed, MessageError
 from ..home import Home, holder
 from ..pipeline.inbox import drop_messages
+from ..pipeline.incoming import drop_folder_message
 from ..pipeline.message import parse_message, render_message_file
 from ..teams.control import abort_task
 
@@ -42,16 +45,24 @@ class Dropped:
     file: str
 
 
-def drop(home: Home, body: Any, *, max_bytes: int) -> Dropped:
+def drop(
+    home: Home,
+    body: Any,
+    *,
+    max_bytes: int,
+    files: list[tuple[str, bytes]] | None = None,
+    limits: AttachmentSettings | None = None,
+) -> Dropped:
     """Write the message ``body`` asks for (``text``, optional ``conversation``, ``channel``,
-    ``new_conversation``) into the inbox; ``Refused`` says why not."""
+    ``new_conversation``) into the inbox, with ``files`` as its attachments (a folder
+    message, each file checked first as the daemon will); ``Refused`` says why not."""
     if not isinstance(body, dict):
         raise Refused(400, 'the body must be a JSON object with a "text" key')
     unknown = sorted(set(body) - {"text", "conversation", "channel", "new_conversation"})
     if unknown:
         raise Refused(400, f"unknown key(s) {', '.join(unknown)}")
     text = body.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not (text.strip() or files):
         raise Refused(400, "the message text is empty")
     fields = {
         "channel": _optional_text(body, "channel"),
@@ -70,12 +81,42 @@ def drop(home: Home, body: Any, *, max_bytes: int) -> Dropped:
             413, f"the message is too large ({len(data)} bytes; the limit is {max_bytes})"
         )
     try:
-        parse_message("web.md", data, modified=datetime.now(UTC))
+        # Its fields checked as the daemon will (the text may be empty beside attachments).
+        checked = data if text.strip() else render_message_file("-", id=message_id, **fields)
+        parse_message("web.md", checked, modified=datetime.now(UTC))
     except MessageError as exc:
         raise Refused(400, str(exc)) from exc
+    if files:
+        return _drop_with_files(
+            home, text, files, limits or AttachmentSettings(), message_id, fields
+        )
     (written,) = drop_messages(home.inbox, [(message_id, data)])
     if isinstance(written, OSError):
         raise Refused(503, f"the inbox is not writable: {written.strerror or written}")
+    return Dropped(message_id, written.name)
+
+
+def _drop_with_files(
+    home: Home,
+    text: str,
+    files: list[tuple[str, bytes]],
+    limits: AttachmentSettings,
+    message_id: str,
+    fields: dict[str, Any],
+) -> Dropped:
+    if len(files) > limits.max_count:
+        raise Refused(400, f"{len(files)} attachments is more than max_count ({limits.max_count})")
+    total = sum(len(data) for _, data in files)
+    if total > limits.max_message_bytes:
+        raise Refused(413, f"the attachments come to {total} bytes, more than max_message_bytes")
+    try:
+        for name, data in files:
+            accept(name, data, limits)
+        written = drop_folder_message(home.inbox, text, files, message_id=message_id, **fields)
+    except MessageError as exc:
+        raise Refused(400, str(exc)) from exc
+    except OSError as exc:
+        raise Refused(503, f"the inbox is not writable: {exc.strerror or exc}") from exc
     return Dropped(message_id, written.name)
 
 

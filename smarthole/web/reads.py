@@ -322,6 +322,7 @@ def said_dict(said: Said, *, pending: bool = False) -> dict[str, Any]:
         "text": said.text,
         "at": iso(said.created_at),
         "pending_question": pending,
+        "attachments": [a.to_dict() for a in said.attachments],
     }
 
 

@@ -92,6 +92,19 @@ function coalesced(work) {
   return () => queueMicrotask(run);
 }
 
+async function postForm(url, body, files) {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(body)) {
+    if (value !== null && value !== undefined) form.append(key, String(value));
+  }
+  for (const file of files) form.append("file", file, file.name);
+  const response = await fetch(url, { method: "POST", headers: { accept: "application/json" }, body: form });
+  let data = {};
+  try { data = await response.json(); } catch { /* no body */ }
+  if (!response.ok) throw new Error(data.error || `the server answered ${response.status}`);
+  return data;
+}
+
 async function postJSON(url, body) {
   const response = await fetch(url, {
     method: "POST",
@@ -142,6 +155,33 @@ function conversationPage() {
   const composer = main.querySelector('[data-testid="composer"]');
   const send = main.querySelector('[data-testid="send"]');
   const note = main.querySelector('[data-testid="composer-note"]');
+  const attach = main.querySelector('[data-testid="attach"]');
+  const picker = main.querySelector('[data-testid="attach-input"]');
+  const chosen = main.querySelector('[data-testid="attached-files"]');
+  let files = []; // the attachments of the message being written
+  const showFiles = () => {
+    chosen.textContent = files.length ? `Attached: ${files.map((f) => f.name).join(", ")}` : "";
+    composer.required = files.length === 0;
+  };
+  const addFiles = (list) => {
+    files = files.concat(Array.from(list));
+    showFiles();
+  };
+  attach.addEventListener("click", () => picker.click());
+  picker.addEventListener("change", () => {
+    addFiles(picker.files);
+    picker.value = "";
+  });
+  form.addEventListener("dragover", (drag) => {
+    drag.preventDefault();
+    form.classList.add("dropping");
+  });
+  form.addEventListener("dragleave", () => form.classList.remove("dropping"));
+  form.addEventListener("drop", (drop) => {
+    drop.preventDefault();
+    form.classList.remove("dropping");
+    addFiles(drop.dataTransfer.files);
+  });
   const turns = main.querySelector(".turns");
   const pane = main.querySelector('[data-testid="human-pane"]');
   let teamTurn = main.dataset.teamTurn; // "": follow the current turn
@@ -153,6 +193,7 @@ function conversationPage() {
     const busy = main.dataset.state === "running" || pending !== null;
     composer.disabled = busy;
     send.disabled = busy;
+    attach.disabled = busy;
   };
 
   const apply = (live) => {
@@ -216,16 +257,20 @@ function conversationPage() {
   form.addEventListener("submit", async (submit) => {
     submit.preventDefault();
     const text = composer.value;
-    if (!text.trim()) return;
+    if (!text.trim() && !files.length) return;
     const body = id
       ? { text, conversation: id }
       : { text, channel: main.dataset.channel || null, new_conversation: true };
     composer.disabled = send.disabled = true;
     arrived = [];
     try {
-      const answer = await postJSON("/api/messages", body);
+      const answer = files.length
+        ? await postForm("/api/messages", body, files)
+        : await postJSON("/api/messages", body);
       pending = answer.id;
       composer.value = "";
+      files = [];
+      showFiles();
       note.textContent = "Sent; waiting for the daemon to take it…";
       for (const event of arrived) track(event);
     } catch (error) {
