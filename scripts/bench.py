@@ -42,6 +42,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 11. approvals (issue 35): an answer file renamed into inbox/ of a real daemon whose call waits
    for approval, until the approved tool starts, p50/p99 over 100 rounds (quick 20)
    (benchlib/approvals.py). Information only: no goal was set.
+12. attachments (issue 36): the daemon's peak RSS growth while a 30 MiB PDF goes through, as
+   a multiple of its size (goal under 4x), and drop -> request for a 10 MiB photo
+   (benchlib/attachments.py).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from typing import Any
 
 from benchlib.adapters import random_texts
 from benchlib.approvals import approval_rows
+from benchlib.attachments import attachment_rows
 from benchlib.cachebench import cache_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
@@ -85,6 +89,7 @@ PARTS = (
     "web",
     "search",
     "approvals",
+    "attachments",
 )
 
 
@@ -162,6 +167,7 @@ def measure(
         "web": lambda: web_rows(root),
         "search": lambda: search_rows(root, sizes.search_messages, sizes.store_samples),
         "approvals": lambda: approval_rows(root, fake, sizes.approvals),
+        "attachments": lambda: attachment_rows(root, fake),
     }
     rows = runs[part]()
     if part == "backlog":

@@ -150,6 +150,8 @@ class ModelClient:
         """
         from anthropic import Stream
 
+        from .blobdata import blob_data
+
         if isinstance(messages, History):
             history = messages.json(encode_json)
         else:
@@ -157,7 +159,7 @@ class ModelClient:
         rest = encode_json(params)[1:-1]  # "{...}" without its braces: after the messages
         if tools:
             rest += f',"tools":{self._tools_json(tools)}'
-        body = f'{{"messages":{history},{rest},"stream":true}}'.encode()
+        body = blob_data().splice(f'{{"messages":{history},{rest},"stream":true}}'.encode())
         return self._client.post(
             "/v1/messages", content=body, cast_to=object, stream=True, stream_cls=Stream[object]
         )

@@ -8,17 +8,20 @@ from typing import Any
 from .kinds import PDF, Attachment, sniff
 
 
-def api_block(attachment: Attachment, data: bytes) -> dict[str, Any]:
+def api_block(attachment: Attachment, data: bytes, *, encoded: str | None = None) -> dict[str, Any]:
     """The block the model reads for ``attachment``, whose sent bytes are ``data``.
 
-    The same bytes always make the same block, so a history that replays it keeps the
-    request's prefix byte-identical, and the prompt cache keeps it.
+    ``encoded`` stands in for the base64 of an image or PDF (``data`` then needs only its
+    first bytes): a marker the model client splices the bytes into. The same bytes always
+    make the same block, so a history that replays it keeps the request's prefix
+    byte-identical, and the prompt cache keeps it.
     """
     media_type = sniff(data[:16]) or attachment.media_type
     if media_type.startswith("image/"):
-        return {"type": "image", "source": _base64(media_type, data)}
+        return {"type": "image", "source": _base64(media_type, data, encoded)}
     if media_type == PDF:
-        return {"type": "document", "source": _base64(PDF, data), "title": attachment.name}
+        source = _base64(PDF, data, encoded)
+        return {"type": "document", "source": source, "title": attachment.name}
     return {
         "type": "document",
         "source": {"type": "text", "media_type": "text/plain", "data": data.decode("utf-8")},
@@ -36,5 +39,6 @@ def placeholder_block(attachment: Attachment, sent_at: str, *, why: str = "") ->
     }
 
 
-def _base64(media_type: str, data: bytes) -> dict[str, str]:
-    return {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode()}
+def _base64(media_type: str, data: bytes, encoded: str | None) -> dict[str, str]:
+    text = encoded if encoded is not None else base64.b64encode(data).decode()
+    return {"type": "base64", "media_type": media_type, "data": text}

@@ -44,6 +44,12 @@ def check_image(
                     f"{name}: {width}\u00d7{height} pixels is more than max_image_pixels "
                     f"({max_pixels}); refused before decoding"
                 )
+            if media_type == "image/jpeg" and max(width, height) > max_edge:
+                # Decoded at the smallest scale JPEG allows that is still at least the edge
+                # (1/2, 1/4, 1/8): every byte is still read and checked, at a fraction of
+                # the time and memory; the scaling below then finishes the job.
+                scale = max_edge / max(width, height)
+                image.draft("RGB", (round(width * scale), round(height * scale)))
             image.load()
             if max(width, height) <= max_edge and len(data) <= API_IMAGE_BYTES:
                 return Checked(width, height, None)
