@@ -131,8 +131,7 @@ class InboxFolder:
             if not stat.S_ISREG(info.st_mode):
                 continue
             busy = open_for_writing(child(folder, name))
-            if busy:  # its close is in a subfolder, which the watcher does not hear
-                self._settling(time.time_ns())
+            if busy:  # its close is in a subfolder, unheard: the next rescan takes it
                 return False
             if busy is None and self._settling(info.st_mtime_ns):
                 return False

@@ -77,3 +77,18 @@ def test_a_team_task_gives_the_attachments_to_its_first_agent(home, fake, env):
     assert [b["type"] for b in researcher.messages[0]["content"]] == ["image", "text"]
     assert [b["type"] for b in critic.messages[0]["content"]] == ["text"]
     assert finals(home)
+
+
+def test_attachment_input_tokens_are_counted_like_any_other(home, fake, env, capsys):
+    fake.default = text("ok")
+    drop(home, "Plain", "m1", channel="plain")
+    big = image_bytes((800, 600), "PNG", "white")
+    drop_folder(home, "m2", {"message.md": b'+++\nchannel = "photo"\n+++\nPlain', "p.png": big})
+    run_once(home, env)
+    rows = db(home).execute(
+        "SELECT c.channel, u.input_tokens + u.cache_creation_input_tokens + "
+        "u.cache_read_input_tokens AS prompt FROM usage u JOIN conversations c "
+        "ON c.id = u.conversation_id"
+    )
+    prompt = {row["channel"]: row["prompt"] for row in rows}
+    assert prompt["photo"] - prompt["plain"] >= len(big) // 4  # base64: 4/3 bytes, 4 a token
