@@ -24,6 +24,7 @@ from .health import health_fields, stranded_claims
 from .usage import usage_today
 
 if TYPE_CHECKING:
+    from ..attachments import Attachment
     from ..daemon.runtime import Runtime
     from ..db.ledger import Ledger, LedgerEntry
 
@@ -247,14 +248,30 @@ def _redrive(home: Home, ledger: Ledger, entry: LedgerEntry) -> str:
         with contextlib.suppress(FileNotFoundError):
             source.with_name(source.name + ".error.txt").unlink()
         return f"moved back to {target}"
-    # The file is gone from failed/ (someone cleaned up): write the message again.
+    # The file is gone from failed/ (someone cleaned up): write the message again, with its
+    # attachments from their blobs (a folder message).
     message = entry.message
-    path = drop_message(
-        home.inbox,
-        message.text,
-        message_id=message.id,
-        channel=message.channel,
-        conversation=message.conversation,
-        metadata=message.metadata,
-    )
+    fields: dict[str, Any] = {
+        "channel": message.channel,
+        "conversation": message.conversation,
+        "metadata": message.metadata,
+    }
+    files = _attachment_files(home, message.attachments)
+    if files:
+        from ..pipeline.incoming import drop_folder_message
+
+        path = drop_folder_message(home.inbox, message.text, files, message_id=message.id, **fields)
+    else:
+        path = drop_message(home.inbox, message.text, message_id=message.id, **fields)
     return f"re-created as {path}"
+
+
+def _attachment_files(home: Home, attachments: tuple[Attachment, ...]) -> list[tuple[str, bytes]]:
+    """Each attachment's name and bytes from the blob store; none if one is gone."""
+    from ..attachments import BlobStore
+
+    blobs = BlobStore(home.blobs)
+    try:
+        return [(a.name, blobs.read(a.sha256)) for a in attachments]
+    except FileNotFoundError:
+        return []

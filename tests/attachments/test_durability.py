@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 
+import pytest
+
 from smarthole.app import App
 from smarthole.attachments import BlobStore
+from smarthole.cli import main
 from smarthole.db.blobrefs import referenced_blobs
 from smarthole.home import Home
-from smarthole.testing import hold, text
+from smarthole.testing import hold, server_error, text
 from tests.daemon.test_reliability import assert_one_final_each
 from tests.helpers import (
     TEST_PLUGINS,
@@ -118,3 +122,19 @@ def test_a_pending_message_keeps_its_blobs(home, fake, env):
     assert db(home).execute("SELECT status FROM inbox").fetchone()["status"] == "queued"
     assert BlobStore(Home(home).blobs).remove_unreferenced(referenced_blobs(app.store)) == 0
     assert blob.exists()
+
+
+@pytest.mark.parametrize("cleaned_up", [False, True], ids=["moved-back", "re-created"])
+def test_a_dead_folder_message_is_retried_with_its_attachments(home, fake, env, cleaned_up):
+    write_config(home, retry={"max_attempts": 1})
+    fake.add(server_error(503))
+    drop_folder(home, "photo", {"message.md": b'+++\nid = "p1"\n+++\nLook', "p.png": PHOTO})
+    run_once(home, env)
+    assert (home / "failed" / "photo").is_dir()
+    if cleaned_up:
+        shutil.rmtree(home / "failed" / "photo")
+    assert main(["retry", "p1", "--home", str(home)]) == 0
+    fake.add(text("Purple."))
+    run_once(home, env)
+    assert finals(home)[-1].text == "Purple."
+    assert fake.requests[-1].messages[0]["content"][1]["type"] == "image"
