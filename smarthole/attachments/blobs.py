@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator, Set
 from pathlib import Path
@@ -33,6 +34,10 @@ class BlobStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # Storing and removing one blob never interleave in this process: housekeeping's look
+        # at a blob's age and its removal happen together, and a store that only refreshes a
+        # blob's time cannot fall between them.
+        self._lock = threading.Lock()
 
     def path(self, sha256: str) -> Path:
         if not SHA256.fullmatch(sha256):
@@ -43,13 +48,14 @@ class BlobStore:
         """Store ``data`` (durably, before returning) and return its hash."""
         sha256 = hashlib.sha256(data).hexdigest()
         path = self.path(sha256)
-        try:
-            os.utime(path)  # already stored: only keep it young (see GRACE_SECONDS)
-            return sha256
-        except FileNotFoundError:
-            pass
-        self._folder(path.parent)
-        atomic_write(path, data)
+        with self._lock:
+            try:
+                os.utime(path)  # already stored: only keep it young (see GRACE_SECONDS)
+                return sha256
+            except FileNotFoundError:
+                pass
+            self._folder(path.parent)
+            atomic_write(path, data)
         return sha256
 
     def _folder(self, folder: Path) -> None:
@@ -93,9 +99,10 @@ class BlobStore:
             if sha256 in referenced:
                 continue
             try:
-                if path.lstat().st_mtime > cutoff:
-                    continue
-                path.unlink()
+                with self._lock:
+                    if path.lstat().st_mtime > cutoff:
+                        continue
+                    path.unlink()
             except FileNotFoundError:
                 continue
             removed += 1
