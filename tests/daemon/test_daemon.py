@@ -301,7 +301,7 @@ def test_each_kind_of_bad_input_is_set_aside_with_its_reason(home, fake, env):
     for name, data in BAD_FILES.items():
         (home / "inbox" / name).write_bytes(data)
     os.mkfifo(home / "inbox" / "pipe.txt")
-    (home / "inbox" / "folder").mkdir()
+    (home / "inbox" / "folder").mkdir()  # a folder message with nothing in it (issue 36)
     (home / "inbox" / ".hidden.md").write_text("ignored")
     (home / "inbox" / "partial.md.part").write_text("ignored")
     (home / "inbox" / "draft.tmp").write_text("ignored")
@@ -311,7 +311,8 @@ def test_each_kind_of_bad_input_is_set_aside_with_its_reason(home, fake, env):
     reasons = {
         p.name.removesuffix(".error.txt"): p.read_text().strip() for p in failed.glob("*.error.txt")
     }
-    assert set(reasons) == {*BAD_FILES, "pipe.txt"}
+    assert set(reasons) == {*BAD_FILES, "pipe.txt", "folder"}
+    assert reasons["folder"] == "the folder is empty"
     assert "not valid UTF-8" in reasons["latin1.txt"]
     assert "invalid TOML front matter" in reasons["broken.md"]
     assert "invalid JSON" in reasons["broken.json"]
@@ -324,7 +325,6 @@ def test_each_kind_of_bad_input_is_set_aside_with_its_reason(home, fake, env):
     assert sorted(p.name for p in (home / "inbox").iterdir()) == [
         ".hidden.md",
         "draft.tmp",
-        "folder",
         "partial.md.part",
     ]
     assert [f["in_reply_to"] for f in finals(home)] == ["good"]
