@@ -302,7 +302,11 @@ class Conversations:
 
 def context_of(export: dict[str, Any]) -> dict[str, Any]:
     """Seed 001's context JSON from an export: the entry agent and the turns, nothing else."""
-    turns = [{"role": t["role"], "content": t["content"]} for t in export["turns"]]
+    turns = [
+        {"role": t["role"], "content": t["content"]}
+        | ({"attachments": t["attachments"]} if t.get("attachments") else {})
+        for t in export["turns"]
+    ]
     return {"entry_agent": export["entry_agent"], "turns": turns}
 
 

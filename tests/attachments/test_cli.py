@@ -91,3 +91,18 @@ def test_import_without_the_blobs_names_what_is_missing(sent, home, tmp_path, ca
     Home(other).ensure()
     assert main(["import", str(document), "--home", str(other)]) != 0
     assert "photo.png" in capsys.readouterr().err
+
+
+def test_a_context_export_of_a_photo_alone_imports_again(home, fake, env, tmp_path, capsys):
+    (home / "inbox" / "IMG_1.png").write_bytes(PNG)
+    fake.default = text("A green square.")
+    run_once(home, env)
+    cid = db(home).execute("SELECT id FROM conversations").fetchone()["id"]
+    output = tmp_path / "context.json"
+    assert (
+        main(["export", cid, "--format", "context", "--output", str(output), "--home", str(home)])
+        == 0
+    )
+    (human, _) = json.loads(output.read_text())["turns"]
+    assert human["content"] == "" and human["attachments"][0]["media_type"] == "image/png"
+    assert main(["import", str(output), "--home", str(home)]) == 0
