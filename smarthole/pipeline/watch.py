@@ -11,6 +11,7 @@ A folder is a folder message (``incoming``): ready once no file in it is open fo
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import time
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ..config import InboxSettings
 
 IGNORED_SUFFIXES = (".tmp", ".part")
+FOLDER_FILES_LOOKED_AT = 256  # a folder message holds a text file and at most a few dozen
 
 
 def is_candidate(name: str) -> bool:
@@ -122,9 +124,12 @@ class InboxFolder:
         folder = child(self.folder, entry.name)
         try:
             with os.scandir(folder) as scan:
-                files = [(f.name, f.stat(follow_symlinks=False)) for f in scan]
+                entries = list(itertools.islice(scan, FOLDER_FILES_LOOKED_AT + 1))
+            files = [(f.name, f.stat(follow_symlinks=False)) for f in entries]
         except OSError:
             return True  # gone or unreadable: the claim decides
+        if len(files) > FOLDER_FILES_LOOKED_AT:
+            return True  # far more than a message may hold: taken, to be set aside
         if not files:
             return not self._settling(entry.mtime_ns)
         for name, info in files:
