@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from ..attachments.kinds import budget_chars
 from ..db.records import KINDS, USER
 from .blocks import AttachmentBlocks, has_attachments
 from .messages import Encoder, History, to_api_messages, tool_use_ids
@@ -264,7 +265,7 @@ class HistoryCache:
                 turn.api_changed()
             turn.messages.append((KINDS[code], content, plain))
             turn.count += 1
-            chars = len(body)
+            chars = budget_chars(body) if is_json else len(body)
             turn.size += chars
             turn.extra += held  # memory, not budget: an image is not its base64 in tokens
             size += chars + held

@@ -10,6 +10,14 @@ ATTACHMENT_BLOCK = "attachment"
 """The type of the content block a stored user message keeps for each attachment; the
 history makes it an image, document or text block (``blocks.api_block``) when it is sent."""
 
+STORED_MARK = '"type":"attachment"'
+"""How an attachment block begins in a stored content's JSON (compact, type first)."""
+BUDGET_CHARS = 6400
+"""What one attachment counts against ``[conversation] history_budget_tokens``, in the
+budget's characters (4 a token): about what a photo scaled to 1568 px costs (1,600 tokens).
+Counted from the stored JSON alone (:func:`budget_chars`), the same in the store's read of a
+conversation's tail as in the history kept between calls."""
+
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 PDF = "application/pdf"
 TEXT_TYPES = ("text/plain", "text/markdown", "text/csv", "application/json")
@@ -129,3 +137,8 @@ def attachments_in(content: list[dict[str, Any]]) -> list[Attachment]:
         for block in content
         if isinstance(block, dict) and block.get("type") == ATTACHMENT_BLOCK
     ]
+
+
+def budget_chars(stored: str) -> int:
+    """What a stored body (text, or content JSON) counts against the history budget."""
+    return len(stored) + stored.count(STORED_MARK) * BUDGET_CHARS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..attachments.kinds import budget_chars as counted_chars
 from ..formats import compact_json, iso, micros, parse_time
 from .connection import Database
 from .records import (
@@ -135,7 +136,7 @@ class MessageTables(Database):
                             older = True
                             break
                     turn, size = row[1], 0
-                size += len(row[3])  # the text, or the JSON
+                size += counted_chars(row[3])  # the text, or the JSON (and attachments)
                 kept.append(row)
             cursor.close()
         kept.reverse()

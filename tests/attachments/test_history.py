@@ -92,3 +92,21 @@ def test_attachment_input_tokens_are_counted_like_any_other(home, fake, env, cap
     )
     prompt = {row["channel"]: row["prompt"] for row in rows}
     assert prompt["photo"] - prompt["plain"] >= len(big) // 4  # base64: 4/3 bytes, 4 a token
+
+
+def test_each_attachment_counts_against_the_history_budget(home, fake, env):
+    """Three photo turns do not fit a budget of two photos: the oldest is left out."""
+    write_config(home, conversation={"history_budget_tokens": 3500})
+    fake.default = text("ok")
+    for n in (1, 2, 3):
+        drop_folder(home, f"m{n}", {"message.md": f"Photo {n}".encode(), "p.png": PHOTO})
+        run_once(home, env)
+    last = fake.requests[-1]
+    said = [
+        b["text"]
+        for m in last.messages
+        if m["role"] == "user"
+        for b in m["content"]
+        if b["type"] == "text" and not b["text"].startswith("<context>")
+    ]
+    assert said == ["Photo 2", "Photo 3"]
