@@ -82,10 +82,10 @@ def housekeeping(runtime: Runtime, clock: Clock, quiet: Quiet | None = None) -> 
 def remove_unreferenced_blobs(runtime: Runtime) -> int:
     """Remove attachment blobs no message names any more (past their grace time: a message
     being taken in may have stored its blobs and not committed yet)."""
-    blobs = runtime.inbox.blobs
+    blobs = runtime.blobs
     if not (blobs.root / "sha256").is_dir():
         return 0
-    return blobs.remove_unreferenced(referenced_blobs(runtime.app.store))
+    return blobs.remove_unreferenced(referenced_blobs(runtime.store))
 
 
 class Quiet:
