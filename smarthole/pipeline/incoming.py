@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..attachments import Attachment, BlobStore, accept, sniff
 from ..attachments.checks import check_name, size_limit
 from ..errors import MessageError
-from ..formats import display_name, iso
+from ..formats import display_name, iso, visible
 from ..fsutil import HEAD_BYTES, atomic_write, child, fsync_dir, read_regular_file, remove_entry
 from .message import SUFFIXES, attachments_message, parse_message, render_message_file
 
@@ -83,7 +83,7 @@ class Taker:
                 limit_for=lambda head: size_limit(name, head, self.settings),
             )
         except MessageError as exc:
-            raise MessageError(f"{name}: {exc}") from exc
+            raise MessageError(f"{shown(name)}: {exc}") from exc
         return self.store(accept(name, file.data, self.settings))
 
     def _inline(self, item: dict[str, Any]) -> Attachment:
@@ -141,7 +141,7 @@ def read_entry(
         file = read_regular_file(claimed, inbox.max_message_bytes, limit_for=limit_for)
     except MessageError as exc:
         if limits.get("lone"):
-            raise MessageError(f"{display_name(name)}: {exc}") from exc
+            raise MessageError(f"{shown(name)}: {exc}") from exc
         raise
     modified = datetime.fromtimestamp(file.mtime_ns / 1e9, UTC)
     if limits.get("lone"):  # an image or PDF by itself
@@ -158,15 +158,17 @@ def _folder(folder: Path, name: str, taker: Taker, mtime_ns: int) -> Message:
         if entry.name.startswith("."):
             continue  # .DS_Store and the like; a writer's temp files
         if not entry.is_file(follow_symlinks=False):
-            raise MessageError(f"{entry.name}: not a regular file (a folder message holds files)")
+            raise MessageError(
+                f"{shown(entry.name)}: not a regular file (a folder message holds files)"
+            )
         if entry.name.lower().endswith(SUFFIXES):
             texts.append(entry.name)
         taker.files[entry.name] = child(folder, entry.name)
     own = [t for t in texts if t.rsplit(".", 1)[0].lower() == MESSAGE_STEM]
     if len(own) > 1 or (not own and len(texts) > 1):
-        shown = ", ".join((own or texts)[:5])
+        listed = ", ".join(shown(t) for t in (own or texts)[:5])
         raise MessageError(
-            f"the folder holds {len(own or texts)} text files ({shown}); a folder message has at "
+            f"the folder holds {len(own or texts)} text files ({listed}); a folder message has at "
             f"most one (or one named {MESSAGE_STEM}.md, .txt or .json, the others attachments)"
         )
     text_name = (own or texts)[0] if own or texts else None
@@ -214,6 +216,11 @@ def drop_folder_message(
         raise
     fsync_dir(inbox)
     return final
+
+
+def shown(name: str) -> str:
+    """A file name in a reason: one line, whatever bytes it holds."""
+    return visible(display_name(name))
 
 
 def drop_name(message_id: str) -> str:

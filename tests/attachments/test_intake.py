@@ -193,3 +193,11 @@ def test_a_lone_pdf_named_png_is_refused(home, fake, env):
     (home / "inbox" / "scan.png").write_bytes(pdf_bytes())
     run_once(home, env)
     assert "scan.png: the bytes are application/pdf" in failed_reason(home, "scan.png")
+
+
+def test_a_reason_stays_one_line_whatever_a_file_is_called(home, fake, env):
+    drop_folder(home, "odd", {"a\nb.md": b"one", "c\x1b[2J.md": b"two"})
+    run_once(home, env)
+    said = failed_reason(home, "odd")
+    assert len(said.strip().splitlines()) == 1
+    assert "a^Jb.md" in said and "\x1b" not in said
