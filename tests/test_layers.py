@@ -24,7 +24,7 @@ FACE = ""  # smarthole/__init__.py, the plugin face: ``from smarthole import hoo
 # on top. MCP servers are a source of tools: they fill the registry, below the agent that calls
 # them and the daemon that starts them.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "fsutil", "formats", "backoff", "home", "config", "attachments"),
+    ("errors", "fsutil", "formats", "backoff", "home", "schedules", "config", "attachments"),
     ("db",),
     (FACE, "hookspecs", "plugins", "isolation", "tools", "app"),
     ("mcpservers",),

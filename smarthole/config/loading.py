@@ -11,6 +11,7 @@ from ..formats import dumps_toml, loads_toml
 from ..home import Home
 from .fields import build_settings, closest
 from .mcp import parse_mcp
+from .schedules import check_schedule_agents, parse_schedules
 from .settings import SECTIONS, AgentSettings, Config
 from .teams import check_entry_name, parse_agents
 
@@ -40,8 +41,11 @@ def parse_config(data: dict[str, Any], *, source: str = "config.toml") -> Config
     sections: dict[str, Any] = {}
     plugin_tables: dict[str, dict[str, Any]] = {}
     for name, value in data.items():
+        if name == "schedules":
+            sections[name] = parse_schedules(value, errors)
+            continue
         if name not in SECTIONS and name not in NAMED_TABLES:
-            close = closest(name, [*SECTIONS, *NAMED_TABLES])
+            close = closest(name, [*SECTIONS, *NAMED_TABLES, "schedules"])
             errors.append(
                 f"unknown table [{name}]" + (f" (did you mean [{close}]?)" if close else "")
             )
@@ -60,6 +64,7 @@ def parse_config(data: dict[str, Any], *, source: str = "config.toml") -> Config
     check_entry_name(
         entry.name if entry else AgentSettings().name, sections.get("agents", {}), errors
     )
+    check_schedule_agents(sections.get("schedules", ()), sections.get("agents", {}), errors)
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(errors))
     return Config(**sections, plugin_tables=plugin_tables)

@@ -14,6 +14,7 @@ from .attachments import AttachmentSettings
 from .desktop import DesktopSettings
 from .fields import setting
 from .mcp import McpSettings
+from .schedules import SchedulerSettings, ScheduleSettings
 from .teams import TeamAgentSettings, TeamSettings
 
 DEFAULT_PERSONA = (
@@ -193,6 +194,7 @@ SECTIONS: dict[str, type] = {
     "web": WebViewSettings,
     "approvals": ApprovalSettings,
     "attachments": AttachmentSettings,
+    "scheduler": SchedulerSettings,
 }
 
 
@@ -216,4 +218,6 @@ class Config:
     mcp: McpSettings = field(default_factory=McpSettings)
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    schedules: tuple[ScheduleSettings, ...] = ()
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

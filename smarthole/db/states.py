@@ -146,3 +146,19 @@ class ConversationStatus(StrEnum):
 def sql_values(*states: State) -> str:
     """``'a', 'b'``: states as SQL literals, for an ``IN (...)`` in a statement's text."""
     return ", ".join(state.sql for state in states)
+
+
+class ScheduleState(State):
+    """Whether a schedule fires: ``done`` is a one-time (``at``) schedule whose slot passed."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DONE = "done"
+
+
+class FireState(State):
+    """A schedule's fire: ``recorded`` (its slot is taken: it fires, once) before its message
+    is in the ledger, ``sent`` after."""
+
+    RECORDED = "recorded"
+    SENT = "sent"
