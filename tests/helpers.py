@@ -57,6 +57,14 @@ def write_config(home: Path, **sections: dict[str, Any]) -> None:
     (home / "config.toml").write_text(dumps_toml(base))
 
 
+def write_schedules(home: Path, *schedules: dict[str, Any], **sections: dict[str, Any]) -> None:
+    """``write_config``, with these ``[[schedules]]`` entries."""
+    write_config(home, **sections)
+    if schedules:
+        data = tomllib.loads((home / "config.toml").read_text())
+        (home / "config.toml").write_text(dumps_toml({"schedules": list(schedules), **data}))
+
+
 @dataclass
 class OutboxFile:
     path: Path

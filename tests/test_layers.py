@@ -203,6 +203,8 @@ ROOT_PARTS = {
     "OutboxRecord",
     "PendingQuestions",
     "Processor",
+    "Scheduler",
+    "Schedules",
     "Search",
     "Tasks",
     "TeamRunner",

@@ -73,8 +73,25 @@ def status_report(root: Runtime) -> dict[str, Any]:
     report["mcp"] = mcp_servers(store, running=pid is not None)
     report["web"] = web_view(home)
     report["usage"] = usage_today(root)
+    report["next_schedule"] = next_schedule(root)
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report
+
+
+def next_schedule(root: Runtime) -> dict[str, Any] | None:
+    """The schedule that fires next, and when (``None``: none is active)."""
+    from ..db.states import ScheduleState
+
+    active = [
+        s
+        for s in root.schedules.all()
+        if s.state is ScheduleState.ACTIVE and s.next_at is not None
+    ]
+    if not active:
+        return None
+    first = min(active, key=lambda s: s.next_at or s.created_at)
+    assert first.next_at is not None
+    return {"id": first.id, "name": first.spec.name, "at": iso(first.next_at)}
 
 
 def inbox_waiting(home: Home) -> int:

@@ -270,6 +270,9 @@ def status_text(report: dict[str, Any]) -> str:
                 f"  {task['id']} {task['status']} agents={','.join(task['agents'])} "
                 f"turns={task['turns_done']}/{task['max_turns']} conv={task['conversation'][:8]}"
             )
+    if report.get("next_schedule"):
+        upcoming = report["next_schedule"]
+        lines.append(f"next schedule: {upcoming['name'] or upcoming['id']} at {upcoming['at']}")
     if report["duplicates_skipped"]:
         lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
     if report.get("mcp"):

@@ -28,7 +28,6 @@ from typing import Any
 
 from ..app import App
 from ..db.ledger import LedgerEntry
-from ..db.states import MessageStatus
 from ..db.store import Store
 from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
@@ -41,7 +40,7 @@ from .reload import reload_daemon
 from .runtime import Runtime
 from .signals import STOP_SIGNALS, Signals, capture_signals
 from .state import DaemonState, ErrorRecorder
-from .upkeep import housekeeper, housekeeping, recover, status_line
+from .upkeep import deferred_summary, housekeeper, housekeeping, recover, status_line
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +249,8 @@ class Daemon:
                 if woken or backlog or now >= next_scan:
                     backlog = runtime.inbox.claim_batch()
                     next_scan = now + rescan
-                due = self._dispatch(runtime)
+                soon = runtime.scheduler.tick()  # a schedule's due slots join the ledger
+                due = min(soon, self._dispatch(runtime) or soon)
             except Exception:  # the loop must outlive any one bad moment; the scan retries
                 if self.once:
                     raise
@@ -262,7 +262,7 @@ class Daemon:
                 continue
             if self.once and self._finished(runtime):
                 housekeeping(runtime, self.clock)
-                self._report(runtime)
+                self.summary = deferred_summary(runtime)
                 return
             timeout = min(rescan, max(0.0, next_scan - time.monotonic()))
             look = runtime.inbox.next_look()
@@ -310,14 +310,6 @@ class Daemon:
             return False
         now = self.clock()
         return all(e.waits(now) for e in runtime.ledger.channel_heads())
-
-    def _report(self, runtime: Runtime) -> None:
-        deferred = runtime.ledger.by_status(MessageStatus.DEFERRED)
-        self.summary = {"deferred": len(deferred), "next_due": runtime.ledger.next_due()}
-        if deferred:
-            due = self.summary["next_due"]
-            when = due.isoformat() if due else "?"
-            logger.warning("%d message(s) deferred; the next is due at %s", len(deferred), when)
 
     # -- workers ---------------------------------------------------------------------------
 

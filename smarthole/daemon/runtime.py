@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger
     from ..db.outbox import OutboxRecord
     from ..db.pending import PendingQuestions
+    from ..db.schedules import Schedules
     from ..db.search import Search
     from ..db.store import Store
     from ..db.tasks import Tasks
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from ..pipeline.processor import Processor
     from ..teams import TeamRunner
     from .eventhook import EventHook
+    from .scheduler import Scheduler
 
 
 class Runtime:
@@ -198,6 +200,12 @@ class Runtime:
         return OutboxRecord(self.home, self.store)
 
     @cached_property
+    def schedules(self) -> Schedules:
+        from ..db.schedules import Schedules
+
+        return Schedules(self.store)
+
+    @cached_property
     def conversations(self) -> Conversations:
         from ..conversations import Conversations
 
@@ -339,6 +347,13 @@ class Runtime:
             titler=self.titler,
             stop=self.stop,
         )
+
+    @cached_property
+    def scheduler(self) -> Scheduler:
+        """Schedules' due slots into the ledger; the main loop ticks it."""
+        from .scheduler import Scheduler
+
+        return Scheduler(self.app, self.ledger, self.events, self.schedules, self.env)
 
     def close(self) -> None:
         """Close what this root opened: the model client, and a command's store (the daemon's

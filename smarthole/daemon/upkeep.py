@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..db.blobrefs import referenced_blobs
 from ..db.events import about_turn
@@ -144,3 +144,13 @@ def status_line(running: int, counts: dict[str, int]) -> str:
         if counts.get(status):
             parts.append(f"{counts[status]} {status}")
     return ", ".join(parts) or "idle"
+
+
+def deferred_summary(runtime: Runtime) -> dict[str, Any]:
+    """For ``--once``: how many messages wait deferred, and when the next is due (logged)."""
+    deferred = runtime.ledger.by_status(MessageStatus.DEFERRED)
+    due = runtime.ledger.next_due()
+    if deferred:
+        when = due.isoformat() if due else "?"
+        logger.warning("%d message(s) deferred; the next is due at %s", len(deferred), when)
+    return {"deferred": len(deferred), "next_due": due}

@@ -47,6 +47,8 @@ EVENT_TYPES = (
     "task_finished",
     "bridge_connected",
     "bridge_disconnected",
+    "schedule_fired",
+    "schedule_missed",
 )
 
 

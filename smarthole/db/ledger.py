@@ -96,8 +96,11 @@ class Ledger:
         # for the heads after every claim, and a head that waits is the same row each time.
         self._heads: dict[str, tuple[tuple[Any, ...], LedgerEntry]] = {}
 
-    def admit(self, message: Message, *, channel: str, claimed_path: Path) -> Admission:
-        """Record a claimed message, or say why it must not be processed again."""
+    def admit(self, message: Message, *, channel: str, claimed_path: Path | None) -> Admission:
+        """Record a claimed message, or say why it must not be processed again.
+
+        A message made in the daemon (a schedule's) has no file: ``claimed_path`` is None.
+        """
         now = self.store.now()
         with self.store.transaction() as db:
             row = db.execute(
@@ -112,7 +115,7 @@ class Ledger:
                         message.id,
                         message.content_hash,
                         message.source_name,
-                        str(claimed_path),
+                        str(claimed_path) if claimed_path else None,
                         message.with_channel(channel).to_json(),
                         channel,
                         iso(message.timestamp),
@@ -131,7 +134,7 @@ class Ledger:
                     f"UPDATE inbox SET status = {MessageStatus.QUEUED.sql}, attempts = 0, "
                     "generation = generation + 1, next_attempt_at = NULL, last_error = NULL, "
                     "claimed_path = ?, failed_path = NULL, updated_at = ? WHERE message_id = ?",
-                    (str(claimed_path), now, message.id),
+                    (str(claimed_path) if claimed_path else None, now, message.id),
                 )
                 return Admission.REDRIVE
             db.execute(

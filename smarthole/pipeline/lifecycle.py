@@ -185,6 +185,7 @@ class Lifecycle:
             at=turn_messages[-1].created_at,
             fresh=fresh,
             waiting_for_reply=bool(questions),
+            deliver=entry.message.metadata.get("schedule_deliver") is not False,
         )
         self.inbox.remove_claimed(entry)
         # An earlier attempt may have asked to end the conversation; a new turn knows.

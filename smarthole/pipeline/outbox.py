@@ -45,14 +45,21 @@ class Outbox(OutboxRecord):
         return planned
 
     def hand_over_final(
-        self, *, item_id: str, at: datetime, fresh: bool, **item: Unpack[ItemFields]
+        self,
+        *,
+        item_id: str,
+        at: datetime,
+        fresh: bool,
+        deliver: bool = True,
+        **item: Unpack[ItemFields],
     ) -> OutboxItem:
         """Write and deliver a turn's final reply, timed ``at`` (a stored message's time), with
         no commit: the caller's completion commit records it (:meth:`record_delivered`).
 
         A crash before that commit finds the same file in place next time and delivers it
         again. An item an earlier attempt planned (an error reply it gave up with) is finished
-        as planned; a ``fresh`` turn (begun by this attempt) has none to look up.
+        as planned; a ``fresh`` turn (begun by this attempt) has none to look up. Without
+        ``deliver`` (a schedule's ``deliver = false``) the file is written, the hook not called.
         """
         found = None if fresh else self.get(item_id)
         if found is not None:
@@ -61,7 +68,8 @@ class Outbox(OutboxRecord):
         final = self.item(item_id, at, **item)
         if not final.path.exists():
             self._write_file(final)
-        self.plugins.notify("deliver", outbox_item=final, app=self.app)
+        if deliver:
+            self.plugins.notify("deliver", outbox_item=final, app=self.app)
         return final
 
     def record_delivered(self, item: OutboxItem, *, db: sqlite3.Connection) -> None:

@@ -1,0 +1,93 @@
+"""A real daemon fires a schedule, and a kill -9 at any step gives one reply per slot.
+
+The daemon is a subprocess; ``SMARTHOLE_TEST_CRASH_AT`` stops it dead (``os._exit``, as a
+kill -9: nothing is cleaned up) at a named step between the fire's record and its message.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from smarthole.daemon.scheduler import CRASH_ENV
+from smarthole.db.schedules import Schedules, ScheduleSpec
+from smarthole.db.store import Store
+from smarthole.testing import hold, text
+from tests.helpers import db, finals, wait_for
+
+
+def add_schedule(home: Path, *, seconds: float = 1.0, **spec: object) -> str:
+    """A one-time schedule (as `smarthole schedule add --at` makes), due in ``seconds``."""
+    now = datetime.now(UTC)
+    at = now + timedelta(seconds=seconds)
+    store = Store.open(home / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
+    try:
+        fields = {
+            "name": "remind",
+            "kind": "at",
+            "expression": at.strftime("%Y-%m-%dT%H:%M:%S"),
+            "timezone": "UTC",
+            "text": "Time to call the bank.",
+            "channel": "default",
+            **spec,
+        }
+        added = Schedules(store).add(ScheduleSpec(**fields), source="cli", now=now, next_at=at)  # type: ignore[arg-type]
+    finally:
+        store.close()
+    return added.id
+
+
+def counted(home: Path) -> tuple[int, int, int]:
+    """(fires, ledger messages of schedules, final replies)."""
+    connection = db(home)
+    fires = connection.execute("SELECT COUNT(*) FROM schedule_fires").fetchone()[0]
+    messages = connection.execute(
+        "SELECT COUNT(*) FROM inbox WHERE message_id LIKE 'schedule-%'"
+    ).fetchone()[0]
+    return fires, messages, len(finals(home))
+
+
+def test_a_schedule_fires_and_its_reply_arrives(home, fake, env, daemons):
+    add_schedule(home)
+    fake.add(text("Reminder: call the bank."))
+    daemons(home, env)
+    (reply,) = wait_for(lambda: finals(home), 20, "the scheduled reply")
+    assert reply.text == "Reminder: call the bank."
+    assert fake.requests[-1].last_user_text == "Time to call the bank."
+    assert counted(home) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("point", ["schedule_recorded", "schedule_sent"])
+def test_a_crash_between_the_record_and_the_message_fires_once(home, fake, env, daemons, point):
+    add_schedule(home)
+    first = daemons(home, {**env, CRASH_ENV: point})
+    first.process.wait(timeout=30)  # it stops itself dead at that step
+    assert first.process.returncode == 9, first.output()
+    assert counted(home)[0] == 1 and counted(home)[2] == 0
+    fake.add(text("Once."))
+    daemons(home, env)
+    wait_for(lambda: finals(home), 20, "the reply after the crash")
+    wait_for(lambda: db(home).execute("SELECT status FROM inbox").fetchone()[0] == "done", 10)
+    assert counted(home) == (1, 1, 1)
+    assert [f.text for f in finals(home)] == ["Once."]
+
+
+def test_a_kill_during_the_scheduled_turn_gives_one_reply(home, fake, env, daemons):
+    release = threading.Event()
+    fake.add(hold(release, text("too late")))
+    add_schedule(home)
+    first = daemons(home, env)
+    fake.wait_for_requests(1, timeout=20)
+    first.kill()
+    release.set()
+    fake.add(text("After the crash."))
+    daemons(home, env)
+    wait_for(lambda: finals(home), 20, "the reply after restart")
+    wait_for(lambda: db(home).execute("SELECT status FROM inbox").fetchone()[0] == "done", 10)
+    assert counted(home) == (1, 1, 1)
+    assert [f.text for f in finals(home)] == ["After the crash."]
+    users = db(home).execute("SELECT COUNT(*) FROM messages WHERE kind = 'user'").fetchone()[0]
+    assert users == 1
