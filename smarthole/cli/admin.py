@@ -83,9 +83,7 @@ def next_schedule(root: Runtime) -> dict[str, Any] | None:
     from ..db.states import ScheduleState
 
     active = [
-        s
-        for s in root.schedules.all()
-        if s.state is ScheduleState.ACTIVE and s.next_at is not None
+        s for s in root.schedules.all() if s.state is ScheduleState.ACTIVE and s.next_at is not None
     ]
     if not active:
         return None

@@ -190,16 +190,6 @@ class Scheduler:
             )
         self._crash("schedule_recorded")
 
-    def run_now(self, schedule: Schedule) -> Fire:
-        """Fire ``schedule`` once, now, whatever its timing (``smarthole schedule run``)."""
-        now = self.app.now()
-        with self.app.store.transaction() as db:
-            (fire,) = self.schedules.take_slots(
-                schedule, [(now, 0, "manual")], last_slot=None, next_at=None, now=now, db=db
-            )
-        self.send_recorded()
-        return fire
-
     # -- sending ----------------------------------------------------------------------------
 
     def send_recorded(self) -> int:

@@ -9,132 +9,28 @@ sent then (:meth:`Schedules.unsent`).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..errors import LookupFailed
-from ..formats import iso, new_id, parse_time
-from ..schedules import Timing
+from ..formats import iso, new_id
+from ..schedules import Timing, TimingError
 from .records import like_prefix
+from .schedule_records import (
+    SOURCES,
+    TIMING_COLUMNS,
+    Fire,
+    Schedule,
+    ScheduleSpec,
+    fire_message_id,
+    parse_optional_time,
+)
 from .states import FireState, ScheduleState
 from .store import Store
 
-SOURCES = ("config", "tool", "cli")
-SPEC_COLUMNS = (
-    "name",
-    "kind",
-    "expression",
-    "timezone",
-    "text",
-    "channel",
-    "conversation_mode",
-    "conversation_id",
-    "agents",
-    "missed",
-    "deliver",
-)
-TIMING_COLUMNS = ("kind", "expression", "timezone")
-
-
-@dataclass(frozen=True)
-class ScheduleSpec:
-    """What a schedule is, as its source gave it (its timing already checked)."""
-
-    name: str | None
-    kind: str
-    expression: str
-    timezone: str
-    text: str
-    channel: str
-    conversation_mode: str = "new"
-    conversation_id: str | None = None
-    agents: tuple[str, ...] | None = None
-    missed: str = "once"
-    deliver: bool = True
-
-    def columns(self) -> dict[str, Any]:
-        values = {k: getattr(self, k) for k in SPEC_COLUMNS}
-        values["agents"] = json.dumps(list(self.agents)) if self.agents else None
-        values["deliver"] = int(self.deliver)
-        return values
-
-
-@dataclass(frozen=True)
-class Schedule:
-    id: str
-    source: str
-    spec: ScheduleSpec
-    state: ScheduleState
-    first_seen_at: datetime
-    last_slot_at: datetime | None
-    next_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
-
-    @property
-    def label(self) -> str:
-        return self.spec.name or self.id
-
-    @property
-    def timing(self) -> Timing:
-        return Timing(self.spec.kind, self.spec.expression, self.spec.timezone)  # type: ignore[arg-type]
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Schedule:
-        spec = {k: row[k] for k in SPEC_COLUMNS}
-        spec["agents"] = tuple(json.loads(row["agents"])) if row["agents"] else None
-        spec["deliver"] = bool(row["deliver"])
-        return cls(
-            id=row["id"],
-            source=row["source"],
-            spec=ScheduleSpec(**spec),
-            state=ScheduleState(row["state"]),
-            first_seen_at=parse_time(row["first_seen_at"]),
-            last_slot_at=_time(row["last_slot_at"]),
-            next_at=_time(row["next_at"]),
-            created_at=parse_time(row["created_at"]),
-            updated_at=parse_time(row["updated_at"]),
-        )
-
-
-@dataclass(frozen=True)
-class Fire:
-    schedule_id: str
-    slot_at: datetime
-    message_id: str
-    reason: str  # "slot", "catch_up" or "manual"
-    missed_slots: int
-    state: FireState
-    fired_at: datetime
-    outcome: str | None = None  # its message's status in the ledger, when read with it
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Fire:
-        keys = row.keys()
-        return cls(
-            schedule_id=row["schedule_id"],
-            slot_at=parse_time(row["slot_at"]),
-            message_id=row["message_id"],
-            reason=row["reason"],
-            missed_slots=row["missed_slots"],
-            state=FireState(row["state"]),
-            fired_at=parse_time(row["fired_at"]),
-            outcome=row["outcome"] if "outcome" in keys else None,
-        )
-
-
-def _time(text: str | None) -> datetime | None:
-    return parse_time(text) if text else None
-
-
-def fire_message_id(schedule_id: str, slot: datetime) -> str:
-    """The id of a slot's message: the same for the same slot, so the ledger keeps it once."""
-    stamp = iso(slot).replace("-", "").replace(":", "")
-    return f"schedule-{schedule_id}-{stamp}"
+__all__ = ["Fire", "Schedule", "ScheduleSpec", "Schedules", "fire_message_id"]
 
 
 class Schedules:
@@ -205,7 +101,7 @@ class Schedules:
         row = self.store.query_one(
             f"SELECT MIN(next_at) AS next FROM schedules WHERE state = {ScheduleState.ACTIVE.sql}"
         )
-        return _time(row["next"]) if row else None
+        return parse_optional_time(row["next"]) if row else None
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -225,6 +121,38 @@ class Schedules:
         added = self.get(schedule_id)
         assert added is not None
         return added
+
+    def create(
+        self,
+        *,
+        name: str | None,
+        kind: str,
+        expression: str,
+        timezone: str,
+        text: str,
+        channel: str,
+        source: str,
+        now: datetime,
+        conversation_id: str | None = None,
+        conversation_mode: str = "new",
+    ) -> Schedule:
+        """A new schedule from a person or the model: ``TimingError`` says what is wrong with
+        its timing (an ``at`` that has passed too); ``LookupFailed`` that its name is taken."""
+        timing = Timing.of(kind, expression, timezone)
+        next_at = timing.next_after(now, now)
+        if next_at is None:
+            raise TimingError(f"at {expression[:40]!r} has passed (it is {iso(now)} now)")
+        spec = ScheduleSpec(
+            name=name,
+            kind=timing.kind,
+            expression=timing.expression,
+            timezone=timing.zone_name,
+            text=text,
+            channel=channel,
+            conversation_mode=conversation_mode,
+            conversation_id=conversation_id,
+        )
+        return self.add(spec, source=source, now=now, next_at=next_at)
 
     def _insert(
         self,
@@ -300,6 +228,24 @@ class Schedules:
             "UPDATE schedules SET state = ?, updated_at = ? WHERE id = ?",
             (state, iso(now), schedule_id),
         )
+
+    def resume(self, schedule: Schedule, now: datetime) -> None:
+        """Active again, counting from ``now``: the slots it was paused for do not fire."""
+        next_at = schedule.timing.next_after(now, schedule.first_seen_at)
+        self.store.write(
+            f"UPDATE schedules SET state = {ScheduleState.ACTIVE.sql}, last_slot_at = ?, "
+            "next_at = ?, updated_at = ? WHERE id = ?",
+            (iso(now), iso(next_at) if next_at else None, iso(now), schedule.id),
+        )
+
+    def take_now(self, schedule: Schedule, now: datetime) -> Fire:
+        """A fire of ``schedule`` now, once, outside its timing (``smarthole schedule run``);
+        the daemon sends it at its next look."""
+        with self.store.transaction() as db:
+            (fire,) = self.take_slots(
+                schedule, [(now, 0, "manual")], last_slot=None, next_at=None, now=now, db=db
+            )
+        return fire
 
     def set_next(self, schedule_id: str, next_at: datetime | None) -> None:
         self.store.write(

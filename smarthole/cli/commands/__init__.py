@@ -15,7 +15,18 @@ from types import ModuleType
 
 from ...errors import ExitCode, PluginError
 from ..parser import Commands, Handler, Parser
-from . import approvals, basics, conversations, inspection, mcp, operations, teams, tidying, web
+from . import (
+    approvals,
+    basics,
+    conversations,
+    inspection,
+    mcp,
+    operations,
+    schedules,
+    teams,
+    tidying,
+    web,
+)
 
 MODULES: tuple[ModuleType, ...] = (
     basics,
@@ -23,6 +34,7 @@ MODULES: tuple[ModuleType, ...] = (
     conversations,
     teams,
     approvals,
+    schedules,
     tidying,
     inspection,
     mcp,

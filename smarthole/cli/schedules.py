@@ -1,0 +1,135 @@
+"""``smarthole schedules`` and ``schedule add|rm|pause|resume|run``: the work behind them.
+
+They write the store; a running daemon sees a change at its next look (within seconds), and a
+``schedule run`` fire is sent by it then (or at its next start). Everything shown is made safe
+for the terminal: a tool's schedule carries text the model wrote.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ..config.schedules import CHANNEL_PATTERN, MAX_TEXT, NAME_RULE, SCHEDULE_NAME
+from ..db.schedules import Fire, Schedule, Schedules
+from ..db.states import ScheduleState
+from ..errors import UsageError
+from ..formats import iso
+from ..schedules import TimingError
+from .output import one_line, print_json, short
+
+
+def local_time(moment: datetime | None, zone: str) -> str:
+    if moment is None:
+        return "-"
+    try:
+        return moment.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
+    except (ValueError, OSError, KeyError):
+        return iso(moment)
+
+
+def schedule_dict(schedule: Schedule, last: Fire | None) -> dict[str, Any]:
+    spec = schedule.spec
+    return {
+        "id": schedule.id,
+        "name": spec.name,
+        "source": schedule.source,
+        "state": schedule.state.value,
+        spec.kind: spec.expression,
+        "timezone": spec.timezone,
+        "text": spec.text,
+        "channel": spec.channel,
+        "conversation": spec.conversation_id or spec.conversation_mode,
+        "agents": list(spec.agents or ()),
+        "missed": spec.missed,
+        "deliver": spec.deliver,
+        "next_at": iso(schedule.next_at) if schedule.next_at else None,
+        "next_local": local_time(schedule.next_at, spec.timezone)
+        if schedule.state is ScheduleState.ACTIVE
+        else None,
+        "first_seen_at": iso(schedule.first_seen_at),
+        "last_run": None
+        if last is None
+        else {
+            "slot": iso(last.slot_at),
+            "fired_at": iso(last.fired_at),
+            "reason": last.reason,
+            "missed_slots": last.missed_slots,
+            "message_id": last.message_id,
+            "outcome": last.outcome or "waiting",
+        },
+    }
+
+
+def print_schedules(schedules: Schedules, *, as_json: bool) -> None:
+    last = schedules.last_fires()
+    rows = [schedule_dict(s, last.get(s.id)) for s in schedules.all()]
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        print("no schedules (add one to config.toml, or: smarthole schedule add)")
+        return
+    for row in rows:
+        timing = next(f"{k} {row[k]}" for k in ("cron", "every", "at") if k in row)
+        name = row["name"] or "-"
+        when = row["next_local"] if row["state"] == "active" else row["state"]
+        print(f"{row['id'][:8]}  {one_line(name)}  [{row['source']}]  {short(timing, 40)}")
+        print(f"    next: {when or 'never'}   ({one_line(row['timezone'])})")
+        run = row["last_run"]
+        if run is not None:
+            fired = local_time(datetime.fromisoformat(run["fired_at"]), row["timezone"])
+            print(f"    last: {fired} - {run['outcome']}")
+        print(f"    text: {short(row['text'], 70)}")
+
+
+def add_schedule(
+    schedules: Schedules,
+    *,
+    name: str,
+    kind: str,
+    expression: str,
+    timezone: str,
+    text: str,
+    channel: str,
+    now: datetime,
+) -> Schedule:
+    if not SCHEDULE_NAME.fullmatch(name):
+        raise UsageError(f"the name must be {NAME_RULE}")
+    if not text.strip() or len(text) > MAX_TEXT:
+        raise UsageError(f"the text must be 1 to {MAX_TEXT} characters")
+    if not CHANNEL_PATTERN.fullmatch(channel):
+        raise UsageError("--channel must be 1-64 letters, digits, or . @ + - _")
+    try:
+        return schedules.create(
+            name=name,
+            kind=kind,
+            expression=expression,
+            timezone=timezone,
+            text=text,
+            channel=channel,
+            source="cli",
+            now=now,
+        )
+    except TimingError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def change_schedule(schedules: Schedules, key: str, action: str, now: datetime) -> str:
+    """``rm``, ``pause``, ``resume`` or ``run`` one schedule; returns what was done."""
+    schedule = schedules.find(key)
+    label = one_line(schedule.label)
+    if action == "rm":
+        if schedule.source == "config":
+            raise UsageError(f"schedule {label} is in config.toml: remove it there (or pause it)")
+        schedules.remove(schedule.id)
+        return f"removed schedule {label}"
+    if action == "pause":
+        schedules.set_state(schedule.id, ScheduleState.PAUSED, now)
+        return f"paused schedule {label}"
+    if action == "resume":
+        schedules.resume(schedule, now)
+        return f"resumed schedule {label}"
+    fire = schedules.take_now(schedule, now)
+    return f"schedule {label} fires now as message {fire.message_id}"

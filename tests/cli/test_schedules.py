@@ -1,0 +1,112 @@
+"""``smarthole schedules`` and ``schedule add|rm|pause|resume|run``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smarthole.cli import main
+from smarthole.testing import text
+from tests.helpers import db, finals, wait_for, write_schedules
+
+
+def cli(home, *args: str) -> int:
+    return main(
+        [*args[:2], "--home", str(home), *args[2:]]
+        if args[0] == "schedule"
+        else [args[0], "--home", str(home), *args[1:]]
+    )
+
+
+def listed(home, capsys) -> list[dict]:
+    capsys.readouterr()
+    assert cli(home, "schedules", "--json") == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_add_lists_with_the_next_run_in_local_time(home, capsys):
+    assert (
+        cli(
+            home,
+            "schedule",
+            "add",
+            "brief",
+            "--cron",
+            "0 8 * * mon-fri",
+            "--timezone",
+            "Europe/Berlin",
+            "Summarise my notes.",
+        )
+        == 0
+    )
+    (row,) = listed(home, capsys)
+    assert row["name"] == "brief" and row["source"] == "cli" and row["state"] == "active"
+    assert row["cron"] == "0 8 * * mon-fri" and row["next_local"].endswith(("CET", "CEST"))
+    assert " 08:00 " in row["next_local"] and row["last_run"] is None
+    assert cli(home, "schedules") == 0
+    out = capsys.readouterr().out
+    assert "brief" in out and "next:" in out and "Summarise my notes." in out
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--cron", "0 25 * * *"), "Bad hour"),
+        (("--every", "0s"), "at least 1s"),
+        (("--at", "2020-01-01T09:00"), "has passed"),
+        (("--every", "1h", "--at", "2030-01-01T09:00"), "exactly one of"),
+        (("--every", "1h", "--timezone", "Moon/Base"), "unknown time zone"),
+    ],
+)
+def test_add_refuses_what_cannot_fire(home, capsys, args, says):
+    assert cli(home, "schedule", "add", "x", *args, "Text") == 2
+    assert says in capsys.readouterr().err
+    assert listed(home, capsys) == []
+
+
+def test_names_are_checked_and_unique(home, capsys):
+    assert cli(home, "schedule", "add", "9x", "--every", "1h", "Text") == 2
+    assert cli(home, "schedule", "add", "x", "--every", "1h", "Text") == 0
+    assert cli(home, "schedule", "add", "x", "--every", "2h", "Text") != 0
+    assert "exists already" in capsys.readouterr().err
+
+
+def test_pause_resume_and_rm(home, capsys):
+    cli(home, "schedule", "add", "x", "--every", "1h", "Text")
+    assert cli(home, "schedule", "pause", "x") == 0
+    assert listed(home, capsys)[0]["state"] == "paused"
+    (row,) = listed(home, capsys)
+    assert cli(home, "schedule", "resume", row["id"][:6]) == 0
+    assert listed(home, capsys)[0]["state"] == "active"
+    assert cli(home, "schedule", "rm", "x") == 0
+    assert listed(home, capsys) == []
+    assert cli(home, "schedule", "rm", "x") == 1
+
+
+def test_run_fires_now_and_the_daemon_sends_it(home, fake, live_daemon, capsys):
+    fake.add(text("Done now."))
+    cli(home, "schedule", "add", "later", "--every", "7d", "Do it.")
+    assert cli(home, "schedule", "run", "later") == 0
+    (reply,) = wait_for(lambda: finals(home), 20, "the reply to the run")
+    assert reply.text == "Done now."
+    wait_for(lambda: listed(home, capsys)[0]["last_run"]["outcome"] == "done", 10)
+    (row,) = listed(home, capsys)
+    assert row["last_run"]["reason"] == "manual"
+
+
+def test_a_config_schedule_is_removed_in_the_file(home, capsys):
+    write_schedules(home, {"name": "filed", "every": "1h", "text": "x"})
+    from smarthole.app import App
+    from smarthole.daemon.runtime import Runtime
+    from smarthole.home import Home
+
+    app = App.load(Home(home))  # the daemon keeps the file's schedules in the store
+    runtime = Runtime.build(app, env={"ANTHROPIC_API_KEY": "x"})
+    runtime.scheduler.tick()
+    runtime.close()
+    app.close()
+    assert cli(home, "schedule", "rm", "filed") == 2
+    assert "config.toml" in capsys.readouterr().err
+    assert cli(home, "schedule", "pause", "filed") == 0
+    assert db(home).execute("SELECT state FROM schedules").fetchone()[0] == "paused"
