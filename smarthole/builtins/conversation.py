@@ -1,5 +1,6 @@
 """Built-in conversation tools: send_message, end_conversation, get_conversation,
-search_conversations."""
+search_conversations, and the schedule tools of ``schedules`` (schedule_message,
+cancel_schedule)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from .. import hookimpl
 from ..errors import LookupFailed, ToolError
 from ..tools import ToolContext
+from .schedules import cancel_schedule, schedule_message
 
 
 @hookimpl
@@ -18,6 +20,8 @@ def register_tools(register: Any) -> None:
     register(end_conversation, idempotent=True)
     register(get_conversation, idempotent=True)
     register(search_conversations, idempotent=True)
+    register(schedule_message)  # run again after a crash, it would schedule twice
+    register(cancel_schedule, idempotent=True)
 
 
 def send_message(message: str, is_question: bool = False, *, context: ToolContext) -> str:
