@@ -8,63 +8,19 @@ for the terminal: a tool's schedule carries text the model wrote.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-from zoneinfo import ZoneInfo
 
 from ..config.schedules import CHANNEL_PATTERN, MAX_TEXT, NAME_RULE, SCHEDULE_NAME
-from ..db.schedules import Fire, Schedule, Schedules
+from ..db.schedule_records import describe, local_time
+from ..db.schedules import Schedule, Schedules
 from ..db.states import ScheduleState
 from ..errors import UsageError
-from ..formats import iso
 from ..schedules import TimingError
 from .output import one_line, print_json, short
 
 
-def local_time(moment: datetime | None, zone: str) -> str:
-    if moment is None:
-        return "-"
-    try:
-        return moment.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
-    except (ValueError, OSError, KeyError):
-        return iso(moment)
-
-
-def schedule_dict(schedule: Schedule, last: Fire | None) -> dict[str, Any]:
-    spec = schedule.spec
-    return {
-        "id": schedule.id,
-        "name": spec.name,
-        "source": schedule.source,
-        "state": schedule.state.value,
-        spec.kind: spec.expression,
-        "timezone": spec.timezone,
-        "text": spec.text,
-        "channel": spec.channel,
-        "conversation": spec.conversation_id or spec.conversation_mode,
-        "agents": list(spec.agents or ()),
-        "missed": spec.missed,
-        "deliver": spec.deliver,
-        "next_at": iso(schedule.next_at) if schedule.next_at else None,
-        "next_local": local_time(schedule.next_at, spec.timezone)
-        if schedule.state is ScheduleState.ACTIVE
-        else None,
-        "first_seen_at": iso(schedule.first_seen_at),
-        "last_run": None
-        if last is None
-        else {
-            "slot": iso(last.slot_at),
-            "fired_at": iso(last.fired_at),
-            "reason": last.reason,
-            "missed_slots": last.missed_slots,
-            "message_id": last.message_id,
-            "outcome": last.outcome or "waiting",
-        },
-    }
-
-
 def print_schedules(schedules: Schedules, *, as_json: bool) -> None:
     last = schedules.last_fires()
-    rows = [schedule_dict(s, last.get(s.id)) for s in schedules.all()]
+    rows = [describe(s, last.get(s.id)) for s in schedules.all()]
     if as_json:
         print_json(rows)
         return

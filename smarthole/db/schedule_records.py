@@ -7,6 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ..formats import iso, parse_time
 from ..schedules import Timing
@@ -124,3 +125,48 @@ def fire_message_id(schedule_id: str, slot: datetime) -> str:
     """The id of a slot's message: the same for the same slot, so the ledger keeps it once."""
     stamp = iso(slot).replace("-", "").replace(":", "")
     return f"schedule-{schedule_id}-{stamp}"
+
+
+def local_time(moment: datetime | None, zone: str) -> str:
+    """``moment`` as a wall-clock time in ``zone``, with the zone's abbreviation."""
+    if moment is None:
+        return "-"
+    try:
+        return moment.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
+    except (ValueError, OSError, KeyError):
+        return iso(moment)
+
+
+def describe(schedule: Schedule, last: Fire | None) -> dict[str, Any]:
+    """A schedule as ``smarthole schedules --json`` and the web view show it."""
+    spec = schedule.spec
+    return {
+        "id": schedule.id,
+        "name": spec.name,
+        "source": schedule.source,
+        "state": schedule.state.value,
+        spec.kind: spec.expression,
+        "timing": f"{spec.kind} {spec.expression}",
+        "timezone": spec.timezone,
+        "text": spec.text,
+        "channel": spec.channel,
+        "conversation": spec.conversation_id or spec.conversation_mode,
+        "agents": list(spec.agents or ()),
+        "missed": spec.missed,
+        "deliver": spec.deliver,
+        "next_at": iso(schedule.next_at) if schedule.next_at else None,
+        "next_local": local_time(schedule.next_at, spec.timezone)
+        if schedule.state is ScheduleState.ACTIVE
+        else None,
+        "first_seen_at": iso(schedule.first_seen_at),
+        "last_run": None
+        if last is None
+        else {
+            "slot": iso(last.slot_at),
+            "fired_at": iso(last.fired_at),
+            "reason": last.reason,
+            "missed_slots": last.missed_slots,
+            "message_id": last.message_id,
+            "outcome": last.outcome or "waiting",
+        },
+    }

@@ -126,6 +126,23 @@ class Api:
             {"task": request.path_params["id"], "stopped": stopped, "message": message}
         )
 
+    # -- schedules --------------------------------------------------------------------------
+
+    def schedules(self, request: Request) -> Response:
+        from .schedules import schedule_rows
+
+        return JSONResponse({"schedules": schedule_rows(self.reader.schedules)})
+
+    def schedule_action(self, request: Request) -> Response:
+        from .schedules import Refused, act
+
+        key, action = request.path_params["id"], request.path_params["action"]
+        try:
+            message = act(self.reader.schedules, key, action)
+        except Refused as exc:
+            return _error(exc.status, exc.reason)
+        return JSONResponse({"schedule": key, "action": action, "message": message})
+
     # -- messages ---------------------------------------------------------------------------
 
     async def post_message(self, request: Request) -> Response:

@@ -49,7 +49,7 @@ def create_app(
     home.ensure()
     root = Runtime.for_home(home)
     store, events = root.store, root.events
-    reader = Reader(store, root.tasks, root.pending, root.search, root.approvals)
+    reader = Reader(store, root.tasks, root.pending, root.search, root.approvals, root.schedules)
     follower = EventFollower(
         events, daemon_running=lambda: holder(home.lock_file) is not None, interval=poll_seconds
     )
@@ -107,9 +107,11 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
         Route("/new", reads(_html(new))),
         Route("/c/{id}", reads(_html(conversation))),
         Route("/tasks", reads(_html(lambda r: pages.tasks()))),
+        Route("/schedules", reads(_html(lambda r: pages.schedules()))),
         # fragments that the pages' script swaps in
         Route("/fragments/conversations", reads(_json(listing))),
         Route("/fragments/tasks", reads(_json(lambda r: pages.tasks_fragment()))),
+        Route("/fragments/schedules", reads(_json(lambda r: pages.schedules_fragment()))),
         Route("/c/{id}/live", reads(_json(live))),
         Route("/c/{id}/earlier", reads(_json(earlier))),
         # the JSON API
@@ -118,6 +120,8 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
         Route("/api/search", reads(_sync(api.search))),
         Route("/api/tasks", reads(_sync(api.tasks))),
         Route("/api/tasks/{id}/abort", writes(_sync(api.abort)), methods=["POST"]),
+        Route("/api/schedules", reads(_sync(api.schedules))),
+        Route("/api/schedules/{id}/{action}", writes(_sync(api.schedule_action)), methods=["POST"]),
         Route("/api/messages", writes(api.post_message), methods=["POST"]),
         Route("/api/approvals", reads(_sync(api.approvals))),
         Route("/api/approvals/{id}", writes(api.post_approval), methods=["POST"]),

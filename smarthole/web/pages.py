@@ -189,3 +189,17 @@ class Pages:
 
     def tasks_fragment(self) -> dict[str, Any]:
         return {"html": self.part("task_list", self.reader.task_listing())}
+
+    # -- schedules --------------------------------------------------------------------------
+
+    def schedules(self) -> str:
+        from .schedules import schedule_rows
+
+        last_event = self.events.latest_id()
+        rows = schedule_rows(self.reader.schedules)
+        return self.render("schedules.html", schedules=rows, last_event=last_event)
+
+    def schedules_fragment(self) -> dict[str, Any]:
+        from .schedules import schedule_rows
+
+        return {"html": self.part("schedule_list", schedule_rows(self.reader.schedules))}

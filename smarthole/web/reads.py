@@ -18,6 +18,7 @@ from ..conversations import resolve_conversation
 from ..db.approvals import Approval, Approvals
 from ..db.pending import PendingQuestions
 from ..db.records import Conversation
+from ..db.schedules import Schedules
 from ..db.search import Search, SearchHit
 from ..db.states import TurnStatus
 from ..db.store import Store
@@ -211,8 +212,10 @@ class Reader:
         pending: PendingQuestions,
         search: Search,
         approvals: Approvals,
+        schedules: Schedules,
     ) -> None:
         self.store = store
+        self.schedules = schedules
         self.views = WebViews(store)
         self.tasks = tasks
         self.pending = pending

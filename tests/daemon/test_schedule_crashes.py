@@ -6,6 +6,7 @@ kill -9: nothing is cleaned up) at a named step between the fire's record and it
 
 from __future__ import annotations
 
+import signal
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from smarthole.daemon.scheduler import CRASH_ENV
 from smarthole.db.schedules import Schedules, ScheduleSpec
 from smarthole.db.store import Store
 from smarthole.testing import hold, text
-from tests.helpers import db, finals, wait_for
+from tests.helpers import db, finals, wait_for, write_schedules
 
 
 def add_schedule(home: Path, *, seconds: float = 1.0, **spec: object) -> str:
@@ -91,3 +92,22 @@ def test_a_kill_during_the_scheduled_turn_gives_one_reply(home, fake, env, daemo
     assert [f.text for f in finals(home)] == ["After the crash."]
     users = db(home).execute("SELECT COUNT(*) FROM messages WHERE kind = 'user'").fetchone()[0]
     assert users == 1
+
+
+def test_sighup_reloads_the_schedules_and_a_bad_one_keeps_the_old(home, fake, env, daemons):
+    fake.default = text("Fired.")
+    daemon = daemons(home, env)
+    write_schedules(home, {"name": "soon", "every": "1s", "text": "Ping.", "missed": "skip"})
+    daemon.process.send_signal(signal.SIGHUP)
+    wait_for(lambda: finals(home), 20, "a reply to the new schedule")
+    write_schedules(home, {"name": "soon", "cron": "61 * * * *", "text": "Ping."})
+    daemon.process.send_signal(signal.SIGHUP)
+    wait_for(lambda: "'soon' cron '61 * * * *': Bad minute" in daemon.output(), 10, "the error")
+    names = [r[0] for r in db(home).execute("SELECT name FROM schedules")]
+    assert names == ["soon"]
+    write_schedules(home)
+    daemon.process.send_signal(signal.SIGHUP)
+    wait_for(lambda: not db(home).execute("SELECT name FROM schedules").fetchall(), 10)
+    assert daemon.terminate() == 0
+    fires = db(home).execute("SELECT COUNT(*), COUNT(DISTINCT slot_at) FROM schedule_fires")
+    assert len(set(fires.fetchone())) == 1  # never one slot twice

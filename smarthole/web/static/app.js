@@ -149,6 +149,26 @@ function tasksPage() {
   return page;
 }
 
+function schedulesPage() {
+  const page = listPage(() => "/fragments/schedules", (event) => /^(schedule_|turn_completed)/.test(event.type));
+  const notice = main.querySelector('[data-testid="schedule-notice"]');
+  main.addEventListener("click", async (click) => {
+    const button = click.target.closest("button[data-action][data-schedule]");
+    if (!button) return;
+    button.disabled = true;
+    const { schedule, action } = button.dataset;
+    try {
+      const answer = await postJSON(`/api/schedules/${encodeURIComponent(schedule)}/${action}`);
+      notice.textContent = answer.message;
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+    notice.hidden = false;
+    page.refresh();
+  });
+  return page;
+}
+
 function conversationPage() {
   const id = main.dataset.conversation; // "" on a new conversation's page
   const form = main.querySelector('[data-testid="composer-form"]');
@@ -323,6 +343,11 @@ function conversationPage() {
   return { refresh, onEvent };
 }
 
-const pages = { conversations: conversationsPage, conversation: conversationPage, tasks: tasksPage };
+const pages = {
+  conversations: conversationsPage,
+  conversation: conversationPage,
+  tasks: tasksPage,
+  schedules: schedulesPage,
+};
 const page = (pages[main.dataset.page] || (() => ({ refresh() {}, onEvent() {} })))();
 connect();
