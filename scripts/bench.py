@@ -1,6 +1,6 @@
 """Benchmark every goal of issue 13 against a baseline measured in the same run.
 
-    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,...,approvals]
+    python scripts/bench.py [--quick] [--json PATH] [--only pickup,backlog,...,schedules]
 
 Opt-in (never part of the test suite); exits 0 whatever the figures: the table says, for
 each row, whether its goal is met. ``--quick`` runs small sizes in under 2 minutes;
@@ -45,6 +45,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 12. attachments (issue 36): the daemon's peak RSS growth while a 30 MiB PDF goes through, as
    a multiple of its size (goal under 4x), and drop -> request for a 10 MiB photo
    (benchlib/attachments.py).
+13. schedules (issue 37): how late a schedule ``every = "1s"`` fires (slot -> message in the
+   ledger), p50/p99/max, while files arrive on ten other channels, 25 a second, for 120 s
+   (quick: 30 s) (benchlib/schedules.py).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.report import Row, markdown, save_json, table
+from benchlib.schedules import schedule_rows
 from benchlib.searchbench import search_rows
 from benchlib.storage import storage_rows
 from benchlib.web import web_rows
@@ -90,6 +94,7 @@ PARTS = (
     "search",
     "approvals",
     "attachments",
+    "schedules",
 )
 
 
@@ -111,6 +116,7 @@ class Sizes:
     search_messages: int = 100_000
     store_samples: int = 400
     approvals: int = 100
+    schedule_seconds: float = 120.0
 
 
 FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
@@ -128,6 +134,7 @@ QUICK = Sizes(
     burst=1_000,
     search_messages=20_000,
     approvals=20,
+    schedule_seconds=30.0,
 )
 
 
@@ -168,6 +175,7 @@ def measure(
         "search": lambda: search_rows(root, sizes.search_messages, sizes.store_samples),
         "approvals": lambda: approval_rows(root, fake, sizes.approvals),
         "attachments": lambda: attachment_rows(root, fake),
+        "schedules": lambda: schedule_rows(root, sizes.schedule_seconds),
     }
     rows = runs[part]()
     if part == "backlog":
