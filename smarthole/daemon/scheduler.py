@@ -111,7 +111,8 @@ class Scheduler:
         self.events = events
         self.schedules = schedules
         self.crash_at = (os.environ if env is None else env).get(CRASH_ENV, "")
-        self._config: Config | None = None
+        self._config: Config | None = None  # the config last synced to the store
+        self._seen: Config | None = None  # the config of the last look
         self._look_at: datetime | None = None  # None: look at the next tick
 
     def poke(self) -> None:
@@ -119,23 +120,40 @@ class Scheduler:
         self._look_at = None
 
     def tick(self) -> datetime:
-        """Take and send what is due; returns when the next tick should come at the latest."""
+        """Take and send what is due; returns when the next tick should come at the latest.
+
+        Nothing here stops the loop from dispatching: a failure is logged, and looked at again
+        at the next look (a schedule that cannot fire does not keep the others from firing).
+        """
         now = self.app.now()
         config = self.app.config
-        if config is not self._config:
-            self.sync(config, now)
-            self._look_at = None
-        if self._look_at is not None and now < self._look_at:
+        if config is self._seen and self._look_at is not None and now < self._look_at:
             return self._look_at
-        if config.scheduler.enabled:
-            for schedule in self.schedules.all():
-                if schedule.state is ScheduleState.ACTIVE:
-                    self._take(schedule, now)
-        self.send_recorded()
-        soon = now + LOOK_EVERY
-        next_fire = self.schedules.next_fire() if config.scheduler.enabled else None
-        self._look_at = min(next_fire, soon) if next_fire is not None else soon
+        self._seen = config
+        self._look_at = now + LOOK_EVERY
+        try:
+            if config is not self._config:
+                self.sync(config, now)
+            if config.scheduler.enabled:
+                for schedule in self.schedules.all():
+                    if schedule.state is ScheduleState.ACTIVE:
+                        self._take_logged(schedule, now)
+            self.send_recorded()
+            next_fire = self.schedules.next_fire() if config.scheduler.enabled else None
+        except Exception:  # the store failed: the next look tries again
+            logger.exception("the scheduler failed; looking again in %.0f s", LOOK_EVERY.seconds)
+            return self._look_at
+        if next_fire is not None:
+            self._look_at = min(next_fire, self._look_at)
         return self._look_at
+
+    def _take_logged(self, schedule: Schedule, now: datetime) -> None:
+        try:
+            self._take(schedule, now)
+        except Exception:
+            logger.exception(
+                "schedule %s cannot fire; trying again at the next look", schedule.label
+            )
 
     def sync(self, config: Config, now: datetime) -> None:
         """The store's ``config`` schedules made those of ``config`` (at start, on reload)."""
@@ -196,36 +214,45 @@ class Scheduler:
         """Admit the message of every fire taken but not yet sent; returns how many."""
         sent = 0
         for fire in self.schedules.unsent():
-            schedule = self.schedules.get(fire.schedule_id)
-            if schedule is None:  # removed after its slot was taken: nothing to say
-                with self.app.store.transaction() as db:
-                    self.schedules.mark_sent(fire.message_id, db=db)
-                continue
-            conversation, new = self._conversation(schedule)
-            message = fire_message(schedule, fire, conversation, new=new)
-            channel = self._channel(schedule, message)
-            with self.app.store.transaction() as db:
-                admission = self.ledger.admit(message, channel=channel, claimed_path=None)
-                self.schedules.mark_sent(fire.message_id, db=db)
-                if admission is Admission.NEW:
-                    self.events.emit(
-                        "schedule_fired",
-                        conversation=message.conversation,
-                        channel=channel,
-                        message_id=message.id,
-                        db=db,
-                        schedule=schedule.label,
-                        schedule_id=schedule.id,
-                        slot=iso(fire.slot_at),
-                        reason=fire.reason,
-                        missed_slots=fire.missed_slots,
-                    )
-            if admission is Admission.NEW:
-                sent += 1
-                logger.info("schedule %s fired: message %s", schedule.label, message.id)
-                self.app.plugins.notify("message_received", message=message.with_channel(channel))
+            try:
+                sent += self._send(fire)
+            except Exception:
+                logger.exception(
+                    "cannot send fire %s; trying again at the next look", fire.message_id
+                )
             self._crash("schedule_sent")
         return sent
+
+    def _send(self, fire: Fire) -> int:
+        schedule = self.schedules.get(fire.schedule_id)
+        if schedule is None:  # removed after its slot was taken: nothing to say
+            with self.app.store.transaction() as db:
+                self.schedules.mark_sent(fire.message_id, db=db)
+            return 0
+        conversation, new = self._conversation(schedule)
+        message = fire_message(schedule, fire, conversation, new=new)
+        channel = self._channel(schedule, message)
+        with self.app.store.transaction() as db:
+            admission = self.ledger.admit(message, channel=channel, claimed_path=None)
+            self.schedules.mark_sent(fire.message_id, db=db)
+            if admission is Admission.NEW:
+                self.events.emit(
+                    "schedule_fired",
+                    conversation=message.conversation,
+                    channel=channel,
+                    message_id=message.id,
+                    db=db,
+                    schedule=schedule.label,
+                    schedule_id=schedule.id,
+                    slot=iso(fire.slot_at),
+                    reason=fire.reason,
+                    missed_slots=fire.missed_slots,
+                )
+        if admission is not Admission.NEW:
+            return 0
+        logger.info("schedule %s fired: message %s", schedule.label, message.id)
+        self.app.plugins.notify("message_received", message=message.with_channel(channel))
+        return 1
 
     def _conversation(self, schedule: Schedule) -> tuple[str | None, bool]:
         """The conversation a fire continues (the tool's own, or a "same" schedule's), and
@@ -238,7 +265,7 @@ class Scheduler:
         store = self.app.store
         if spec.conversation_id and store.conversation(spec.conversation_id) is not None:
             return spec.conversation_id, False
-        earlier = [f for f in self.schedules.fires(schedule.id) if f.outcome is not None]
+        earlier = [f for f in self.schedules.fires(schedule.id, latest=20) if f.outcome is not None]
         for fire in reversed(earlier):
             entry = self.ledger.get(fire.message_id)
             if entry is not None and entry.conversation_id is not None:

@@ -81,13 +81,14 @@ class Schedules:
         )
         return {row["schedule_id"]: Fire.from_row(row) for row in rows}
 
-    def fires(self, schedule_id: str | None = None) -> list[Fire]:
-        where, params = ("WHERE f.schedule_id = ?", (schedule_id,)) if schedule_id else ("", ())
+    def fires(self, schedule_id: str | None = None, *, latest: int = -1) -> list[Fire]:
+        """Fires (of one schedule), oldest first; with ``latest``, only that many newest."""
+        where, params = ("WHERE f.schedule_id = ?", [schedule_id]) if schedule_id else ("", [])
         rows = self.store.query(
-            "SELECT f.*, i.status AS outcome FROM schedule_fires AS f "
+            "SELECT * FROM (SELECT f.*, i.status AS outcome FROM schedule_fires AS f "
             f"LEFT JOIN inbox AS i ON i.message_id = f.message_id {where} "
-            "ORDER BY f.slot_at",
-            params,
+            "ORDER BY f.slot_at DESC LIMIT ?) ORDER BY slot_at",
+            (*params, latest),
         )
         return [Fire.from_row(row) for row in rows]
 

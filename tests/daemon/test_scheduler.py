@@ -309,3 +309,21 @@ def test_status_shows_the_next_fire(home, runtime_for, clock):
     report = status_report(runtime)
     assert report["next_schedule"]["name"] == "tick"
     assert report["next_schedule"]["at"] == "2026-03-01T12:10:00.000000Z"
+
+
+def test_a_schedule_that_cannot_fire_does_not_stop_the_others(home, runtime_for, clock, caplog):
+    runtime = runtime_for(every(10))
+    runtime.scheduler.tick()
+    broken = ScheduleSpec(
+        name="broken",
+        kind="cron",
+        expression="0 8 * * *",
+        timezone="Gone/Zone",
+        text="x",
+        channel="default",
+    )
+    Schedules(runtime.app.store).add(broken, source="cli", now=clock.now, next_at=clock.now)
+    clock.advance(minutes=10, seconds=1)
+    runtime.scheduler.tick()
+    assert [m["text"] for m in messages(home)] == ["Check the notes."]
+    assert "schedule broken cannot fire" in caplog.text
