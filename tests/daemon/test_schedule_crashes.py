@@ -1,4 +1,5 @@
-"""A real daemon fires a schedule, and a kill -9 at any step gives one reply per slot.
+"""A real daemon fires a schedule, and a kill -9 at any step gives one reply per slot; and
+what a fired message becomes (deliver = false, a team task).
 
 The daemon is a subprocess; ``SMARTHOLE_TEST_CRASH_AT`` stops it dead (``os._exit``, as a
 kill -9: nothing is cleaned up) at a named step between the fire's record and its message.
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from smarthole import hookimpl
 from smarthole.daemon.scheduler import CRASH_ENV
 from smarthole.db.schedules import Schedules, ScheduleSpec
 from smarthole.db.store import Store
 from smarthole.testing import hold, text
-from tests.helpers import db, finals, wait_for, write_schedules
+from tests.helpers import db, finals, run_once, wait_for, write_schedules
 
 
 def add_schedule(home: Path, *, seconds: float = 1.0, **spec: object) -> str:
@@ -111,3 +113,50 @@ def test_sighup_reloads_the_schedules_and_a_bad_one_keeps_the_old(home, fake, en
     assert daemon.terminate() == 0
     fires = db(home).execute("SELECT COUNT(*), COUNT(DISTINCT slot_at) FROM schedule_fires")
     assert len(set(fires.fetchone())) == 1  # never one slot twice
+
+
+class Deliveries:
+    def __init__(self) -> None:
+        self.items: list[object] = []
+
+    @hookimpl
+    def deliver(self, outbox_item):
+        self.items.append(outbox_item)
+
+
+@pytest.mark.parametrize("deliver", [True, False])
+def test_deliver_false_stores_the_reply_without_the_deliver_hook(home, fake, env, deliver):
+    write_schedules(home, {"name": "quiet", "every": "1d", "text": "Tidy up.", "deliver": deliver})
+    run_once(home, env)  # the daemon keeps the file's schedules in the store
+    store = Store.open(home / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
+    try:
+        schedules = Schedules(store)
+        schedules.take_now(schedules.find("quiet"), datetime.now(UTC))
+    finally:
+        store.close()
+    fake.add(text("Tidied."))
+    seen = Deliveries()
+    run_once(home, env, extra_plugins=[("seen", seen)])
+    assert [f.text for f in finals(home)] == ["Tidied."]
+    assert len(seen.items) == (1 if deliver else 0)
+
+
+def test_a_schedule_with_agents_runs_as_a_team_task(home, fake, env):
+    team = {"researcher": {"description": "Finds facts", "instructions": "Research."}}
+    write_schedules(
+        home,
+        {"name": "digest", "every": "1d", "text": "Find the news.", "agents": ["researcher"]},
+        agents=team,
+    )
+    run_once(home, env)
+    store = Store.open(home / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
+    try:
+        schedules = Schedules(store)
+        schedules.take_now(schedules.find("digest"), datetime.now(UTC))
+    finally:
+        store.close()
+    fake.default = text("Three items of news.")
+    run_once(home, env)
+    (task,) = db(home).execute("SELECT task, agents, status FROM tasks").fetchall()
+    assert task["task"] == "Find the news." and "researcher" in task["agents"]
+    assert len(finals(home)) == 1

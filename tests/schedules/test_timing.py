@@ -223,3 +223,27 @@ def test_a_single_late_slot_is_missed():
 
 def test_nothing_due_before_the_first_slot():
     assert plan(MissedPolicy.ALL, 0).nothing
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(list(MissedPolicy)),
+    st.sampled_from(["every 7m", "every 1s", "cron */5 * * * *", "cron 30 2 * * *"]),
+    st.integers(0, 10**6),
+    st.integers(0, 3 * 10**6),
+)
+def test_a_plan_fires_only_due_slots_each_once_at_most_a_hundred(policy, timing, start, span):
+    kind, expression = timing.split(" ", 1)
+    timing = Timing.of(kind, expression, "Europe/Berlin")
+    after = ANCHOR + timedelta(seconds=start)
+    now = after + timedelta(seconds=span)
+    due = plan_due(timing, after=after, now=now, anchor=ANCHOR, missed=policy)
+    slots = [slot for slot, _ in due.fire]
+    assert all(after < slot <= now for slot in slots)
+    assert slots == sorted(set(slots)) and len(slots) <= MAX_CATCH_UP
+    if due.nothing:
+        assert timing.next_after(after, ANCHOR) > now
+    else:
+        assert due.last_slot is not None and after < due.last_slot <= now
+        assert timing.next_after(due.last_slot, ANCHOR) > now  # nothing due is left behind
+        assert len(slots) + due.skipped == max(due.missed, 1)
