@@ -17,6 +17,7 @@ import pytest
 from smarthole import hookimpl
 from smarthole.daemon.scheduler import CRASH_ENV
 from smarthole.db.schedules import Schedules, ScheduleSpec
+from smarthole.db.states import ScheduleState
 from smarthole.db.store import Store
 from smarthole.testing import hold, text
 from tests.helpers import db, finals, run_once, wait_for, write_schedules
@@ -160,3 +161,25 @@ def test_a_schedule_with_agents_runs_as_a_team_task(home, fake, env):
     (task,) = db(home).execute("SELECT task, agents, status FROM tasks").fetchall()
     assert task["task"] == "Find the news." and "researcher" in task["agents"]
     assert len(finals(home)) == 1
+
+
+def test_kills_across_many_slots_give_one_reply_per_slot(home, fake, env, daemons):
+    fake.default = text("Tick.")
+    write_schedules(home, {"name": "often", "every": "1s", "text": "Tick?", "missed": "all"})
+    for run in (1, 2):  # killed dead twice while slots fire and turns run
+        daemon = daemons(home, env)
+        wait_for(lambda n=run: counted(home)[2] >= 3 * n, 20, "a few more replies")
+        daemon.kill()
+    store = Store.open(home / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
+    try:
+        often = Schedules(store).find("often")
+        Schedules(store).set_state(often.id, ScheduleState.PAUSED, datetime.now(UTC))
+    finally:
+        store.close()
+    run_once(home, env)  # what the kills cut off, finished; no new slot fires
+    fires, messages, replies = counted(home)
+    assert fires == messages == replies and fires >= 6
+    answered = [f["in_reply_to"] for f in finals(home)]
+    assert len(answered) == len(set(answered))
+    states = db(home).execute("SELECT DISTINCT status FROM inbox").fetchall()
+    assert [row[0] for row in states] == ["done"]
