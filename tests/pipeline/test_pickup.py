@@ -22,7 +22,7 @@ from smarthole.db.store import Store
 from smarthole.home import Home
 from smarthole.testing import text, tool_use
 from tests.db.oldschema import version_4_database
-from tests.helpers import db, drop, finals, read_outbox, run_once, smarthole, wait_for, write_config
+from tests.helpers import db, drop, finals, read_outbox, run_once, wait_for, write_config
 
 POISON_FILES = {
     "nan.json": b'{"text": "hi", "timestamp": NaN}',
@@ -60,8 +60,7 @@ def test_poison_files_left_claimed_by_a_crash_never_stop_a_start(home, fake, env
     drop(home, "still answered", "after")
     fake.default = text("fine")
     for _ in range(2):  # the second start proves the first did not leave the poison behind
-        result = smarthole("run", "--once", "--home", str(home), env=env, timeout=60)
-        assert result.returncode == 0, result.stderr
+        run_once(home, env)
     assert set(failed_reasons(home)) == set(POISON_FILES)
     assert not list((home / ".smarthole" / "claimed").iterdir())
     assert [f["in_reply_to"] for f in finals(home)] == ["after"]
@@ -140,8 +139,7 @@ def test_the_longest_names_are_answered_and_keep_their_names(home, fake, env):
     fake.default = text("fine")
     for index, name in enumerate(LONG_NAMES):
         (home / "inbox" / name).write_text(f"+++\nid = 'long-{index}'\n+++\nhello")
-    result = smarthole("run", "--once", "--home", str(home), env=env, timeout=60)
-    assert result.returncode == 0, result.stderr
+    run_once(home, env)
     assert sorted(f["in_reply_to"] for f in finals(home)) == ["long-0", "long-1", "long-2"]
     stored = {row[0] for row in db(home).execute("SELECT source_name FROM inbox")}
     assert stored == set(LONG_NAMES)
