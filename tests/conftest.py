@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import EntryPoints, distributions
 from pathlib import Path
@@ -18,7 +17,7 @@ from smarthole.home import Home
 from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI
 
-from .helpers import DaemonProcess, forget_modules_under, write_config
+from .helpers import DaemonProcess, DaemonThread, forget_modules_under, write_config
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -109,26 +108,29 @@ def daemons() -> Iterator[Callable[..., DaemonProcess]]:
 
 
 @pytest.fixture
+def threads() -> Iterator[Callable[..., DaemonThread]]:
+    """Start daemons in threads of this process (``threads(home, env)``, ready unless
+    ``ready=False``); any still running at the end are stopped. Where no kill -9, signal or
+    process of its own is the point, this is ``daemons`` without a process start."""
+    started: list[DaemonThread] = []
+
+    def start(home: Path, env: dict[str, str], *, ready: bool = True, **kwargs) -> DaemonThread:
+        daemon = DaemonThread(home, env, **kwargs)
+        started.append(daemon)
+        return daemon.wait_ready() if ready else daemon
+
+    yield start
+    for daemon in started:
+        daemon.stop()
+
+
+@pytest.fixture
 def live_daemon(home: Path, env: dict[str, str]) -> Iterator[Daemon]:
     """A daemon running in a thread of this process, stopped at the end of the test."""
-    daemon = Daemon(Home(home), env=env, handle_signals=False)
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            daemon.run()
-        except BaseException as exc:  # pragma: no cover - surfaced below
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, name="test-daemon")
-    thread.start()
-    daemon.ready.wait(10)
-    yield daemon
-    daemon.request_stop()
-    thread.join(30)
-    assert not thread.is_alive()
-    if errors:
-        raise errors[0]
+    running = DaemonThread(home, env)
+    running.daemon.ready.wait(10)
+    yield running.daemon
+    running.stop()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from collections.abc import Callable
@@ -105,6 +106,42 @@ def run_once(home: Path, env: dict[str, str], **kwargs: Any) -> Daemon:
     daemon = Daemon(Home(home), once=True, env=env, handle_signals=False, **kwargs)
     assert daemon.run() == 0
     return daemon
+
+
+class DaemonThread:
+    """A daemon running in a thread of this process: no process start, no signals (SIGTERM's
+    part is :meth:`stop`), the same start-up, loop, workers and shutdown as ``smarthole run``.
+    The subprocess :class:`DaemonProcess` is for what needs a process: kill -9, signals."""
+
+    def __init__(self, home: Path, env: dict[str, str], **kwargs: Any) -> None:
+        self.home = home
+        self.daemon = Daemon(Home(home), env=env, handle_signals=False, **kwargs)
+        self.code: int | None = None
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, name="test-daemon")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.code = self.daemon.run()
+        except BaseException as exc:  # surfaced by wait_ready and stop
+            self.errors.append(exc)
+
+    def wait_ready(self, timeout: float = 20) -> DaemonThread:
+        assert self.daemon.ready.wait(timeout), "the daemon did not start"
+        if self.errors:
+            raise self.errors[0]
+        assert self.daemon.started, "the daemon stopped during start-up"
+        return self
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """Stop as SIGTERM would (finish or interrupt the turns), and return the exit status."""
+        self.daemon.request_stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the daemon did not stop"
+        if self.errors:
+            raise self.errors[0]
+        return self.code
 
 
 def smarthole(

@@ -1,7 +1,8 @@
-"""The bridge inside the real daemon (a subprocess): answers as notifications, across outages.
+"""The bridge inside the real daemon: answers as notifications, across outages.
 
 The fake desktop routes messages; the fake Messages API answers them; the test watches the
-notifications that come back, through disconnects, restarts and a kill -9.
+notifications that come back, through disconnects, restarts and a kill -9. The daemon runs in
+a thread of this process (``threads``), and as a subprocess where a kill -9 is the point.
 """
 
 from __future__ import annotations
@@ -9,15 +10,16 @@ from __future__ import annotations
 import json
 import threading
 
+from smarthole.cli import main
 from smarthole.testing import error, hold, text, tool_use
-from tests.helpers import db, finals, read_outbox, smarthole, wait_for
+from tests.helpers import db, finals, read_outbox, wait_for
 
 from .desktop import FakeDesktop, enable_bridge
 
 
-def status(home, env) -> dict:
-    result = smarthole("status", "--json", "--home", str(home), env=env)
-    return json.loads(result.stdout)["desktop"]
+def status(home, capsys) -> dict:
+    assert main(["status", "--json", "--home", str(home)]) == 0  # 0: a daemon is running
+    return json.loads(capsys.readouterr().out)["desktop"]
 
 
 def event_data(home, type: str) -> list[dict]:
@@ -25,10 +27,10 @@ def event_data(home, type: str) -> list[dict]:
     return [json.loads(row["data"]) for row in rows]
 
 
-def test_a_reply_comes_back_as_a_notification(home, fake, env, daemons, desktop):
+def test_a_reply_comes_back_as_a_notification(home, fake, env, threads, desktop, capsys):
     fake.add(text("Added oat milk."))
     enable_bridge(home, desktop, name="notes")
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered()
     message_id = desktop.route("Add oat milk", routingReason="shopping list")
     desktop.wait_response(message_id, "ack")
@@ -44,17 +46,17 @@ def test_a_reply_comes_back_as_a_notification(home, fake, env, daemons, desktop)
         db(home).execute("SELECT payload FROM inbox WHERE message_id = ?", (message_id,)).fetchone()
     )
     assert json.loads(row["payload"])["metadata"]["routingReason"] == "shopping list"
-    bridge = status(home, env)
+    bridge = status(home, capsys)
     assert bridge["state"] == "connected" and bridge["name"] == "notes"
     assert bridge["url"] == desktop.url and bridge["notifications_waiting"] == 0
 
 
-def test_a_question_is_high_priority_and_the_answer_continues(home, fake, env, daemons, desktop):
+def test_a_question_is_high_priority_and_the_answer_continues(home, fake, env, threads, desktop):
     fake.add(tool_use("send_message", {"message": "Which list?", "is_question": True}))
     fake.add(text("I asked which list."))
     fake.add(text("Added to groceries."))
     enable_bridge(home, desktop)
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered()
     first = desktop.route("Add milk")
     question, final = desktop.wait_response(first, "notification", count=2)
@@ -66,10 +68,10 @@ def test_a_question_is_high_priority_and_the_answer_continues(home, fake, env, d
     assert "Which list?" in fake.requests[-1].system_text, "taken as the answer"
 
 
-def test_an_error_reply_is_titled_smarthole_error(home, fake, env, daemons, desktop):
+def test_an_error_reply_is_titled_smarthole_error(home, fake, env, threads, desktop):
     fake.add(error(400, "invalid_request_error", "nope"))
     enable_bridge(home, desktop)
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered()
     message_id = desktop.route("hello")
     (notification,) = desktop.wait_response(message_id, "notification")
@@ -77,10 +79,10 @@ def test_an_error_reply_is_titled_smarthole_error(home, fake, env, daemons, desk
     assert notification["payload"]["priority"] == "high"
 
 
-def test_a_duplicate_id_is_acked_twice_and_answered_once(home, fake, env, daemons, desktop):
+def test_a_duplicate_id_is_acked_twice_and_answered_once(home, fake, env, threads, desktop):
     fake.default = text("Hello!")
     enable_bridge(home, desktop)
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered()
     message_id = desktop.route("hi")
     desktop.wait_response(message_id, "notification")
@@ -93,13 +95,13 @@ def test_a_duplicate_id_is_acked_twice_and_answered_once(home, fake, env, daemon
 
 
 def test_replies_made_while_the_desktop_is_away_arrive_after_it_returns(
-    home, fake, env, daemons, desktop
+    home, fake, env, threads, desktop, capsys
 ):
     release = threading.Event()
     fake.add(hold(release, text("First answer.")))
     fake.add(text("Second answer."))
     enable_bridge(home, desktop, sections={"daemon": {"workers": 1}})
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered()
     first = desktop.route("first")
     second = desktop.route("second")
@@ -107,10 +109,10 @@ def test_replies_made_while_the_desktop_is_away_arrive_after_it_returns(
     desktop.stop()
     release.set()
     wait_for(lambda: len(finals(home)) == 2, 20, "both replies")
-    wait_for(lambda: status(home, env)["notifications_waiting"] == 2, 20, "two waiting")
+    wait_for(lambda: status(home, capsys)["notifications_waiting"] == 2, 20, "two waiting")
     (gone,) = wait_for(lambda: event_data(home, "bridge_disconnected"), 20, "the event")
     assert gone["reason"]
-    assert status(home, env)["state"] in ("error", "connecting")
+    assert status(home, capsys)["state"] in ("error", "connecting")
 
     desktop.start()  # the same port
     desktop.wait_registered(2, timeout=20)
@@ -118,11 +120,13 @@ def test_replies_made_while_the_desktop_is_away_arrive_after_it_returns(
     notifications = [r.frame["payload"] for r in desktop.frames("response") if r.connection == 2]
     assert [n["messageId"] for n in notifications] == [first, second], "oldest first"
     assert [n["payload"]["body"] for n in notifications] == ["First answer.", "Second answer."]
-    wait_for(lambda: status(home, env)["notifications_waiting"] == 0, 20, "none waiting")
+    wait_for(lambda: status(home, capsys)["notifications_waiting"] == 0, 20, "none waiting")
     assert len(event_data(home, "bridge_connected")) == 2
 
 
-def test_a_reply_survives_kill_9_between_the_ack_and_the_reply(home, fake, env, daemons, desktop):
+def test_a_reply_survives_kill_9_between_the_ack_and_the_reply(
+    home, fake, env, daemons, threads, desktop
+):
     release = threading.Event()
     fake.add(hold(release, text("never seen")))
     enable_bridge(home, desktop)
@@ -136,7 +140,7 @@ def test_a_reply_survives_kill_9_between_the_ack_and_the_reply(home, fake, env, 
     assert read_outbox(home) == []
 
     fake.add(text("Remembered."))
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered(2)
     (notification,) = desktop.wait_response(message_id, "notification")
     assert notification["payload"]["body"] == "Remembered."
@@ -146,38 +150,39 @@ def test_a_reply_survives_kill_9_between_the_ack_and_the_reply(home, fake, env, 
     assert len(desktop.responses(message_id, "notification")) == 1, "exactly once"
 
 
-def test_a_restarted_daemon_does_not_send_a_notification_again(home, fake, env, daemons, desktop):
+def test_a_restarted_daemon_does_not_send_a_notification_again(home, fake, env, threads, desktop):
     fake.default = text("Once.")
     enable_bridge(home, desktop)
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     desktop.wait_registered()
     message_id = desktop.route("hello")
     desktop.wait_response(message_id, "notification")
-    assert daemon.terminate() == 0
-    daemons(home, env)
+    assert daemon.stop() == 0
+    threads(home, env)
     desktop.wait_registered(2)
     marker = desktop.route("again")
     desktop.wait_response(marker, "notification")
     assert len(desktop.responses(message_id, "notification")) == 1
 
 
-def test_status_shows_a_desktop_that_is_not_there(home, env, daemons):
+def test_status_shows_a_desktop_that_is_not_there(home, env, threads, capsys):
     absent = FakeDesktop().start()
     absent.stop()  # a port nobody listens on
     enable_bridge(home, absent)
-    daemons(home, env)
+    threads(home, env)
     bridge = wait_for(
-        lambda: (b := status(home, env))["state"] == "error" and b["last_error"] and b,
+        lambda: (b := status(home, capsys))["state"] == "error" and b["last_error"] and b,
         20,
         "the error state",
     )
     assert bridge["url"] == absent.url
-    result = smarthole("status", "--home", str(home), env=env)
-    assert f"desktop bridge: error ({absent.url} as smarthole) · last error:" in result.stdout
+    assert main(["status", "--home", str(home)]) == 0
+    line = f"desktop bridge: error ({absent.url} as smarthole) · last error:"
+    assert line in capsys.readouterr().out
 
 
 def test_an_approval_is_a_high_priority_notification_and_a_spoken_no_answers_it(
-    home, fake, env, daemons, desktop
+    home, fake, env, threads, desktop
 ):
     from tests.helpers import TEST_PLUGINS
 
@@ -191,7 +196,7 @@ def test_an_approval_is_a_high_priority_notification_and_a_spoken_no_answers_it(
             "approvals": {"tools": ["record"]},
         },
     )
-    daemons(home, env)
+    threads(home, env)
     desktop.wait_registered()
     first = desktop.route("Record milk")
     (asked,) = desktop.wait_response(first, "notification")
