@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sqlite3
@@ -18,6 +19,9 @@ from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI
 
 from .helpers import DaemonProcess, DaemonThread, forget_modules_under, write_config
+
+# The libraries whose levels the CLI and the daemon set.
+QUIETED = ("httpx2", "httpcore2", "anthropic", "mcp", "watchdog")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,6 +49,23 @@ def no_installed_plugins(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     monkeypatch.setattr(plugins_module, "entry_points", visible_entry_points)
     monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
     return sites
+
+
+@pytest.fixture(autouse=True)
+def logging_as_it_was() -> Iterator[None]:
+    """``main(["run", ...])`` in this process sets up logging for the whole process (the root
+    logger's handlers, its level, the libraries' levels): put it all back after the test."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    levels = {name: logging.getLogger(name).level for name in QUIETED}
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:  # pytest's own handlers come back at each phase
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
+    for name, was in levels.items():
+        logging.getLogger(name).setLevel(was)
 
 
 @pytest.fixture
@@ -90,6 +111,18 @@ def env(fake: FakeMessagesAPI) -> dict[str, str]:
         }
     )
     return environment
+
+
+@pytest.fixture
+def environ(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This process's own environment made :func:`env`, for ``main([...])`` run in-process
+    (a command that reads ``ANTHROPIC_*``, like ``run`` or ``chat``, reaches the fake API)."""
+    for name in os.environ:
+        if name.startswith(("ANTHROPIC_", "SMARTHOLE_")) and name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
 
 
 @pytest.fixture

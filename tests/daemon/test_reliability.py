@@ -1,9 +1,12 @@
-"""Crash-proof, rate-limit-proof processing, tested with real processes and real signals."""
+"""Crash-proof, rate-limit-proof processing: kill -9 and signals with real processes (the
+restart after a kill runs in this process: recovery is the start-up's), the rest with the
+daemon in this process (``run_once``, ``live_daemon``, ``threads``, ``main``)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
 import threading
 from pathlib import Path
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from smarthole.agent.client import IN_DOUBT
+from smarthole.cli import main
 from smarthole.testing import (
     error,
     hold,
@@ -27,7 +31,6 @@ from tests.helpers import (
     finals,
     read_outbox,
     run_once,
-    smarthole,
     wait_for,
     write_config,
 )
@@ -96,7 +99,7 @@ def tools_home(home):
 # -- kill -9 at every step ------------------------------------------------------------------
 
 
-def test_kill_during_a_model_call(tools_home, fake, env, daemons):
+def test_kill_during_a_model_call(tools_home, fake, env, daemons, threads):
     home, release = tools_home, threading.Event()
     fake.add(hold(release, text("too late")))
     first = daemons(home, env)
@@ -105,7 +108,7 @@ def test_kill_during_a_model_call(tools_home, fake, env, daemons):
     first.kill()
     release.set()
     fake.add(text("Hello after the crash"))
-    daemons(home, env)
+    threads(home, env)
     wait_for(lambda: finals(home), 15, "the reply after restart")
     assert [f.text for f in finals(home)] == ["Hello after the crash"]
     assert fake.requests[-1].last_user_text == "hello"
@@ -115,7 +118,9 @@ def test_kill_during_a_model_call(tools_home, fake, env, daemons):
     assert_valid_history(home)
 
 
-def test_kill_after_a_tool_completed_before_the_next_model_call(tools_home, fake, env, daemons):
+def test_kill_after_a_tool_completed_before_the_next_model_call(
+    tools_home, fake, env, daemons, threads
+):
     home, release = tools_home, threading.Event()
     fake.add(tool_use("record", {"value": "once"}))
     fake.add(hold(release, text("never seen")))
@@ -125,7 +130,7 @@ def test_kill_after_a_tool_completed_before_the_next_model_call(tools_home, fake
     first.kill()
     release.set()
     fake.add(text("Recorded."))
-    daemons(home, env)
+    threads(home, env)
     wait_for(lambda: finals(home), 15)
     assert tool_runs(home) == ["record once"]
     assert fake.requests[-1].tool_results[0]["content"] == "recorded once"
@@ -133,7 +138,9 @@ def test_kill_after_a_tool_completed_before_the_next_model_call(tools_home, fake
     assert_valid_history(home)
 
 
-def test_kill_during_a_non_idempotent_tool_reports_it_in_doubt(tools_home, fake, env, daemons):
+def test_kill_during_a_non_idempotent_tool_reports_it_in_doubt(
+    tools_home, fake, env, daemons, threads
+):
     home = tools_home
     fake.add(tool_use("slow_record", {"tag": "x"}))
     first = daemons(home, env)
@@ -142,7 +149,7 @@ def test_kill_during_a_non_idempotent_tool_reports_it_in_doubt(tools_home, fake,
     first.kill()
     (home / "started-x").unlink()
     fake.add(text("I could not tell whether that worked."))
-    daemons(home, env)
+    threads(home, env)
     wait_for(lambda: finals(home), 15)
     (result,) = fake.requests[-1].tool_results
     assert result["is_error"] and result["content"] == IN_DOUBT
@@ -152,7 +159,7 @@ def test_kill_during_a_non_idempotent_tool_reports_it_in_doubt(tools_home, fake,
     assert_valid_history(home)
 
 
-def test_kill_during_an_idempotent_tool_runs_it_again(tools_home, fake, env, daemons):
+def test_kill_during_an_idempotent_tool_runs_it_again(tools_home, fake, env, daemons, threads):
     home = tools_home
     fake.add(tool_use("slow_lookup", {"tag": "y"}))
     first = daemons(home, env)
@@ -161,7 +168,7 @@ def test_kill_during_an_idempotent_tool_runs_it_again(tools_home, fake, env, dae
     first.kill()
     (home / "go-y").touch()
     fake.add(text("Found it."))
-    daemons(home, env)
+    threads(home, env)
     wait_for(lambda: finals(home), 15)
     (result,) = fake.requests[-1].tool_results
     assert not result["is_error"] and result["content"] == "looked up y"
@@ -170,7 +177,9 @@ def test_kill_during_an_idempotent_tool_runs_it_again(tools_home, fake, env, dae
     assert_valid_history(home)
 
 
-def test_kill_between_the_final_reply_and_releasing_the_claim(tools_home, fake, env, daemons):
+def test_kill_between_the_final_reply_and_releasing_the_claim(
+    tools_home, fake, env, daemons, threads
+):
     home = tools_home
     (home / "block-delivery").touch()
     fake.add(text("The one and only reply."))
@@ -181,9 +190,9 @@ def test_kill_between_the_final_reply_and_releasing_the_claim(tools_home, fake, 
     written = sorted(path.name for path in (home / "outbox").iterdir())
     first.kill()
     (home / "block-delivery").unlink()
-    second = daemons(home, env)
+    second = threads(home, env)
     wait_for(lambda: not list((home / ".smarthole" / "claimed").iterdir()), 15)
-    second.terminate()
+    second.stop()
     assert [f.text for f in read_outbox(home)] == ["The one and only reply."]
     assert sorted(path.name for path in (home / "outbox").iterdir()) == written
     assert len(fake.requests) == 1
@@ -229,22 +238,21 @@ def test_sigterm_abandons_a_stuck_call_after_the_grace_period(home, fake, env, d
     assert [f.text for f in finals(home)] == ["Second try."]
 
 
-def test_a_second_daemon_on_the_same_home_is_refused(home, env, daemons):
-    first = daemons(home, env)
-    result = smarthole("run", "--home", str(home), env=env)
-    assert result.returncode == 2
-    assert f"already running (pid {first.process.pid})" in result.stderr
+def test_a_second_daemon_on_the_same_home_is_refused(home, environ, threads, capsys):
+    threads(home, environ)
+    assert main(["run", "--home", str(home)]) == 2
+    assert f"already running (pid {os.getpid()})" in capsys.readouterr().err
 
 
-def test_a_corrupt_database_is_moved_aside(home, fake, env):
+def test_a_corrupt_database_is_moved_aside(home, fake, environ, capsys):
     state = home / ".smarthole"
     (state / "smarthole.db").write_bytes(b"garbage" * 1000)
     fake.add(text("Fresh start."))
     drop(home, "hello", "m1")
-    result = smarthole("run", "--home", str(home), "--once", env=env)
-    assert result.returncode == 0, result.stderr
+    assert main(["run", "--home", str(home), "--once"]) == 0
+    stderr = capsys.readouterr().err
     (aside,) = state.glob("smarthole.db.corrupt-*")
-    assert str(state / "smarthole.db") in result.stderr and "CORRUPT" in result.stderr
+    assert str(state / "smarthole.db") in stderr and "CORRUPT" in stderr
     assert aside.read_bytes().startswith(b"garbage")
     assert finals(home)[0].text == "Fresh start."
 
@@ -264,17 +272,18 @@ def test_429_with_retry_after_then_success(home, fake, env, live_daemon):
     assert finals(home)[0].text == "Made it."
 
 
-def test_an_hour_long_retry_after_does_not_block_other_channels(home, fake, env, daemons):
+def test_an_hour_long_retry_after_does_not_block_other_channels(home, fake, env, threads, capsys):
     write_config(home, retry={"max_delay_seconds": 3600})
     fake.add(rate_limited(retry_after=3600), when=lambda r: "slow" in r.last_user_text)
     fake.default = text("Quick answer.")
-    daemons(home, env)
+    threads(home, env)
     drop(home, "slow one", "m1", channel="busy")
     wait_for(lambda: len(fake.requests) == 1, 10)
     drop(home, "fast one", "m2", channel="other")
     wait_for(lambda: finals(home), 10, "the other channel's reply")
     assert finals(home)[0]["in_reply_to"] == "m2"
-    status = json.loads(smarthole("status", "--home", str(home), "--json", env=env).stdout)
+    assert main(["status", "--home", str(home), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
     assert status["running"] is True
     (deferred,) = status["deferred"]
     assert deferred["id"] == "m1" and deferred["attempts"] == 1
@@ -282,7 +291,8 @@ def test_an_hour_long_retry_after_does_not_block_other_channels(home, fake, env,
     assert {"queued", "in_progress", "failed", "waiting"} <= set(status)
 
 
-def test_the_deferral_schedule_survives_a_restart(home, fake, env):
+def test_the_deferral_schedule_survives_a_restart(home, fake, environ, capsys):
+    env = environ
     write_config(home, retry={"max_delay_seconds": 3600})
     fake.add(rate_limited(retry_after=3600))
     drop(home, "hello", "m1")
@@ -290,11 +300,12 @@ def test_the_deferral_schedule_survives_a_restart(home, fake, env):
     assert daemon.summary["deferred"] == 1
     daemon = run_once(home, env)
     assert len(fake.requests) == 1, "not due yet: no second attempt"
-    result = smarthole("run", "--home", str(home), "--once", env=env)
-    assert result.returncode == 0 and "1 message(s) deferred" in result.stderr
+    assert main(["run", "--home", str(home), "--once"]) == 0
+    assert "1 message(s) deferred" in capsys.readouterr().err
+    assert len(fake.requests) == 1
 
 
-def test_5xx_until_max_attempts_then_failed_and_retry_redrives(home, fake, env):
+def test_5xx_until_max_attempts_then_failed_and_retry_redrives(home, fake, env, capsys):
     write_config(home, retry={"max_attempts": 3, "base_delay_seconds": 0.0})
     fake.add(server_error(503), times=3)
     drop(home, "hello", "m1")
@@ -305,8 +316,8 @@ def test_5xx_until_max_attempts_then_failed_and_retry_redrives(home, fake, env):
     (failed,) = [p for p in (home / "failed").iterdir() if not p.name.endswith(".error.txt")]
     reason = failed.with_name(failed.name + ".error.txt").read_text()
     assert "HTTP 503" in reason and "attempts: 3" in reason
-    result = smarthole("retry", "--home", str(home), "m1", env=env)
-    assert result.returncode == 0 and "moved back" in result.stdout
+    assert main(["retry", "--home", str(home), "m1"]) == 0
+    assert "moved back" in capsys.readouterr().out
     assert not (home / "failed" / failed.name).exists()
     fake.add(text("Worked this time."))
     run_once(home, env)
@@ -344,7 +355,7 @@ def test_prompt_too_long_trims_history_and_retries_once(home, fake, env):
     assert finals(home)[-1].text == "Trimmed and answered."
 
 
-def test_retry_makes_a_deferred_message_due_now(home, fake, env, live_daemon):
+def test_retry_makes_a_deferred_message_due_now(home, fake, env, live_daemon, capsys):
     write_config(home, retry={"max_delay_seconds": 3600})
     fake.add(rate_limited(retry_after=3600))
     fake.add(text("Retried."))
@@ -353,8 +364,8 @@ def test_retry_makes_a_deferred_message_due_now(home, fake, env, live_daemon):
     wait_for(
         lambda: db(home).execute("SELECT status FROM inbox").fetchone()["status"] == "deferred", 10
     )
-    result = smarthole("retry", "--home", str(home), "--all", env=env)
-    assert "m1: due now" in result.stdout
+    assert main(["retry", "--home", str(home), "--all"]) == 0
+    assert "m1: due now" in capsys.readouterr().out
     wait_for(lambda: finals(home), 10)
     assert finals(home)[0].text == "Retried."
 
