@@ -14,6 +14,7 @@ import pytest
 
 from smarthole import plugins as plugins_module
 from smarthole.daemon import Daemon
+from smarthole.daemon import signals as signals_module
 from smarthole.home import Home
 from smarthole.plugins import NO_AUTOLOAD_ENV
 from smarthole.testing import FakeMessagesAPI
@@ -141,11 +142,22 @@ def daemons() -> Iterator[Callable[..., DaemonProcess]]:
 
 
 @pytest.fixture
-def threads() -> Iterator[Callable[..., DaemonThread]]:
+def threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., DaemonThread]]:
     """Start daemons in threads of this process (``threads(home, env)``, ready unless
     ``ready=False``); any still running at the end are stopped. Where no kill -9, signal or
-    process of its own is the point, this is ``daemons`` without a process start."""
+    process of its own is the point, this is ``daemons`` without a process start.
+
+    ``smarthole reload`` run in-process (``main``) reaches them: its SIGHUP to this process's
+    pid becomes :meth:`DaemonThread.hangup` (a real SIGHUP would end the test run)."""
     started: list[DaemonThread] = []
+
+    def send_reload(pid: int) -> None:
+        assert pid == os.getpid(), f"reload of pid {pid}, not a daemon of this test"
+        for daemon in started:
+            if daemon.thread.is_alive():
+                daemon.hangup()
+
+    monkeypatch.setattr(signals_module, "send_reload", send_reload)
 
     def start(home: Path, env: dict[str, str], *, ready: bool = True, **kwargs) -> DaemonThread:
         daemon = DaemonThread(home, env, **kwargs)
@@ -158,12 +170,11 @@ def threads() -> Iterator[Callable[..., DaemonThread]]:
 
 
 @pytest.fixture
-def live_daemon(home: Path, env: dict[str, str]) -> Iterator[Daemon]:
+def live_daemon(home: Path, env: dict[str, str], threads: Callable[..., DaemonThread]) -> Daemon:
     """A daemon running in a thread of this process, stopped at the end of the test."""
-    running = DaemonThread(home, env)
+    running = threads(home, env, ready=False)
     running.daemon.ready.wait(10)
-    yield running.daemon
-    running.stop()
+    return running.daemon
 
 
 @pytest.fixture

@@ -134,6 +134,10 @@ class DaemonThread:
         assert self.daemon.started, "the daemon stopped during start-up"
         return self
 
+    def hangup(self) -> None:
+        """What SIGHUP does: the daemon's signal watcher hands it the signal, it reloads."""
+        self.daemon._on_signal(signal.Signals.SIGHUP)
+
     def stop(self, timeout: float = 30) -> int | None:
         """Stop as SIGTERM would (finish or interrupt the turns), and return the exit status."""
         self.daemon.request_stop()

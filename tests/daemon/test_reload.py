@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
+import logging
 import threading
 
 import pytest
 
 from smarthole import hookimpl
 from smarthole.app import App
+from smarthole.cli import main
 from smarthole.config import Config, parse_config
 from smarthole.daemon.reload import keep_restart_only
 from smarthole.errors import ConfigError
@@ -65,21 +66,22 @@ def test_reconfigure_rereads_plugin_settings_and_refuses_bad_ones(tmp_path):
         app.close()
 
 
-# -- the real daemon, as a subprocess ---------------------------------------------------------
+# -- the real daemon: in a thread (SIGHUP is DaemonThread.hangup), and once as a subprocess ---
 
 
-def test_new_settings_apply_to_turns_started_after_the_reload(home, fake, env, daemons):
+def test_new_settings_apply_to_turns_started_after_the_reload(home, fake, env, threads, caplog):
+    caplog.set_level(logging.INFO)
     write_config(home, agent={"persona": "You are Alpha."})
     release = threading.Event()
     fake.add(hold(release, text("first")))
     fake.default = text("second")
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     try:
         drop(home, "one", "m1")
         fake.wait_for_requests(1)
         write_config(home, agent={"persona": "You are Beta."})
-        daemon.process.send_signal(signal.SIGHUP)
-        wait_for(lambda: "configuration reloaded" in daemon.output(), 10, "the reload")
+        daemon.hangup()
+        wait_for(lambda: "configuration reloaded" in caplog.text, 10, "the reload")
     finally:
         release.set()
     wait_for(lambda: len(finals(home)) == 1, 10, "the in-flight turn's reply")
@@ -89,34 +91,36 @@ def test_new_settings_apply_to_turns_started_after_the_reload(home, fake, env, d
     first, second = fake.requests
     assert "You are Alpha." in first.system_text and "Beta" not in first.system_text
     assert "You are Beta." in second.system_text
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
 
 
-def test_an_invalid_config_keeps_the_old_one_and_logs_one_error(home, fake, env, daemons):
+def test_an_invalid_config_keeps_the_old_one_and_logs_one_error(
+    home, fake, env, threads, capsys, caplog
+):
     write_config(home, agent={"persona": "You are Alpha."})
     fake.default = text("ok")
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     write_config(home, agent={"persona": "You are Gamma."}, daemon={"workers": "many"})
-    result = smarthole("reload", "--home", str(home), env=env)
-    assert result.returncode == 1
-    assert result.stderr == (
+    assert main(["reload", "--home", str(home)]) == 1
+    assert capsys.readouterr().err == (
         "smarthole: reload failed; keeping the running configuration: "
         f"{home / 'config.toml'}: [daemon] workers must be an integer (got 'many')\n"
     )
-    errors = [line for line in daemon.output().splitlines() if " ERROR " in line]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "keeping the running configuration" in errors[0]
     drop(home, "still there?", "m1")
     wait_for(lambda: finals(home), 10, "a reply with the old config")
     assert "You are Alpha." in fake.requests[-1].system_text
     assert "Gamma" not in fake.requests[-1].system_text
-    status = smarthole("status", "--json", "--home", str(home), env=env)
-    report = json.loads(status.stdout)
+    assert main(["status", "--json", "--home", str(home)]) == 0
+    report = json.loads(capsys.readouterr().out)
     assert "reload failed" in report["last_error"]["message"]
     assert report["last_error"]["at"]
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
 
 
 def test_a_setting_that_needs_a_restart_is_logged_as_such(home, env, daemons):
+    """End to end: ``smarthole reload`` in its own process, a real SIGHUP, a real daemon."""
     daemon = daemons(home, env)
     write_config(home, daemon={"workers": 2})
     result = smarthole("reload", "--home", str(home), env=env)
@@ -126,11 +130,11 @@ def test_a_setting_that_needs_a_restart_is_logged_as_such(home, env, daemons):
     assert daemon.terminate() == 0
 
 
-def test_reload_without_a_daemon_is_one_line_and_exit_2(home, env):
-    result = smarthole("reload", "--home", str(home), env=env)
-    assert result.returncode == 2
-    assert result.stderr.startswith("smarthole: no daemon is running")
-    assert result.stderr.count("\n") == 1
+def test_reload_without_a_daemon_is_one_line_and_exit_2(home, capsys):
+    assert main(["reload", "--home", str(home)]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("smarthole: no daemon is running")
+    assert stderr.count("\n") == 1
 
 
 SHOUT = '''
@@ -160,37 +164,37 @@ def daemon_state(home) -> dict:
     return json.loads((home / ".smarthole" / "daemon.json").read_text())
 
 
-def test_a_new_plugin_file_is_loaded_by_a_reload(home, fake, env, daemons):
+def test_a_new_plugin_file_is_loaded_by_a_reload(home, fake, env, threads, caplog):
     from smarthole.testing import tool_use
 
+    caplog.set_level(logging.INFO)
     (home / "plugins").mkdir(exist_ok=True)
     write_config(home, plugins={"paths": ["plugins"]})
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     (home / "plugins" / "shout.py").write_text(SHOUT.replace("{mark}", "!"))
-    result = smarthole("reload", "--home", str(home), env=env)
-    assert result.returncode == 0, result.stderr
+    assert main(["reload", "--home", str(home)]) == 0
     assert (home / "shout-started").read_text() == "yes"  # its startup ran
-    assert "reload: plugin shout loaded" in daemon.output()
+    assert "reload: plugin shout loaded" in caplog.text
     fake.add(tool_use("shout", {"text": "hi"}))
     fake.add(text("Shouted."))
     drop(home, "Shout hi", "m1")
     wait_for(lambda: finals(home), 10, "the reply")
     assert fake.requests[-1].tool_results[0]["content"] == "HI!"
     assert daemon_state(home)["restart_needed"] == []
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
 
 
-def test_a_changed_plugin_file_is_named_as_needing_a_restart(home, fake, env, daemons):
+def test_a_changed_plugin_file_is_named_as_needing_a_restart(home, fake, env, threads):
     (home / "plugins").mkdir(exist_ok=True)
     (home / "plugins" / "shout.py").write_text(SHOUT.replace("{mark}", "!"))
     write_config(home, plugins={"paths": ["plugins"]})
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     (home / "plugins" / "shout.py").write_text(SHOUT.replace("{mark}", "!!!"))
     write_config(home, plugins={"paths": ["plugins"]}, daemon={"workers": 2})
-    assert smarthole("reload", "--home", str(home), env=env).returncode == 0
+    assert main(["reload", "--home", str(home)]) == 0
     changed = f"plugin file {home / 'plugins' / 'shout.py'} (changed)"
     assert daemon_state(home)["restart_needed"] == ["[daemon] workers", changed]
     write_config(home, plugins={"paths": ["plugins"]})  # a second reload: still needed
-    assert smarthole("reload", "--home", str(home), env=env).returncode == 0
+    assert main(["reload", "--home", str(home)]) == 0
     assert daemon_state(home)["restart_needed"] == ["[daemon] workers", changed]
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
