@@ -1,4 +1,7 @@
-"""kill -9 of the real daemon during an MCP call: re-run only what is safe to re-run."""
+"""kill -9 of the real daemon during an MCP call: re-run only what is safe to re-run.
+
+The daemon killed is a subprocess; the restart after it runs in a thread of this process.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ def end_orphan(started: Path) -> None:
 
 
 def test_kill_during_a_non_idempotent_call_reports_an_unknown_outcome(
-    home, fake, env, daemons, stdio
+    home, fake, env, daemons, threads, stdio
 ):
     write_config(home, mcp={"servers": {"files": stdio("good")}})
     fake.add(tool_use("files__slow_write", {"tag": "x"}))
@@ -36,7 +39,7 @@ def test_kill_during_a_non_idempotent_call_reports_an_unknown_outcome(
     first.kill()
     end_orphan(home / "started-x")
     fake.add(text("I could not tell whether that worked."))
-    daemons(home, env)
+    threads(home, env)
     wait_for(lambda: finals(home), 20, "the reply after the restart")
     (result,) = fake.requests[-1].tool_results
     assert result["is_error"] and result["content"] == IN_DOUBT
@@ -45,7 +48,7 @@ def test_kill_during_a_non_idempotent_call_reports_an_unknown_outcome(
     assert [f.text for f in finals(home)] == ["I could not tell whether that worked."]
 
 
-def test_kill_during_a_read_only_call_runs_it_again(home, fake, env, daemons, stdio):
+def test_kill_during_a_read_only_call_runs_it_again(home, fake, env, daemons, threads, stdio):
     write_config(home, mcp={"servers": {"files": stdio("good")}})
     fake.add(tool_use("files__slow_read", {"tag": "y"}))
     first = daemons(home, env)
@@ -55,7 +58,7 @@ def test_kill_during_a_read_only_call_runs_it_again(home, fake, env, daemons, st
     end_orphan(home / "started-y")
     (home / "go-y").touch()
     fake.add(text("Read it."))
-    daemons(home, env)
+    threads(home, env)
     wait_for(lambda: finals(home), 20, "the reply after the restart")
     (result,) = fake.requests[-1].tool_results
     assert not result["is_error"] and result["content"] == "read y"
