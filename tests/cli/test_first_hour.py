@@ -50,11 +50,10 @@ def test_status_counts_the_files_no_daemon_has_claimed(home, capsys):
     assert "inbox: 3 files waiting to be claimed (no daemon is running)" in lines
 
 
-def test_status_warns_when_config_toml_no_longer_loads_with_runs_reason(home, env, capsys):
+def test_status_warns_when_config_toml_no_longer_loads_with_runs_reason(home, environ, capsys):
     write_config(home, model={"max_tokns": 100})
-    run = smarthole("run", "--home", str(home), "--once", env=env)
-    assert run.returncode == 2
-    reason = run.stderr.strip().removeprefix("smarthole: ")
+    assert cli(home, "run", "--once") == 2
+    reason = capsys.readouterr().err.strip().removeprefix("smarthole: ")
     assert "max_tokns" in reason
     assert status_json(home, capsys)["config_error"] == reason
     cli(home, "status")
@@ -73,19 +72,20 @@ def test_a_config_that_loads_gives_no_warning(home, capsys):
 # -- reload -----------------------------------------------------------------------------------
 
 
-def test_reload_names_what_needs_a_restart_and_status_keeps_saying_so(home, env, daemons):
-    daemon = daemons(home, env)
+def test_reload_names_what_needs_a_restart_and_status_keeps_saying_so(home, env, threads, capsys):
+    daemon = threads(home, env)
     write_config(home, daemon={"workers": 2})
-    first = smarthole("reload", "--home", str(home), env=env)
-    assert first.returncode == 0, first.stderr
-    assert first.stdout.splitlines()[1:] == ["needs a restart: [daemon] workers"]
-    again = smarthole("reload", "--home", str(home), env=env)
-    assert again.stdout.startswith("Reloaded ") and "needs a restart" not in again.stdout
-    status = smarthole("status", "--home", str(home), env=env).stdout.splitlines()
+    assert cli(home, "reload") == 0
+    first = capsys.readouterr().out
+    assert first.splitlines()[1:] == ["needs a restart: [daemon] workers"]
+    assert cli(home, "reload") == 0
+    again = capsys.readouterr().out
+    assert again.startswith("Reloaded ") and "needs a restart" not in again
+    assert cli(home, "status") == 0
+    status = capsys.readouterr().out.splitlines()
     assert "warning: the daemon needs a restart to apply: [daemon] workers" in status
-    report = json.loads(smarthole("status", "--json", "--home", str(home), env=env).stdout)
-    assert report["restart_needed"] == ["[daemon] workers"]
-    assert daemon.terminate() == 0
+    assert status_json(home, capsys)["restart_needed"] == ["[daemon] workers"]
+    assert daemon.stop() == 0
 
 
 # -- plugins, agents, mcp list: the running daemon's, beside the disk ------------------------
@@ -108,29 +108,38 @@ def register_tools(register):
 '''
 
 
-def listed(home: Path, env: dict[str, str], *command: str) -> dict[str, dict]:
-    done = smarthole(*command, "--json", "--home", str(home), env=env)
-    assert done.returncode == 0, done.stderr
-    return {entry["name"]: entry for entry in json.loads(done.stdout)}
+def listed(home: Path, capsys: pytest.CaptureFixture[str], *command: str) -> dict[str, dict]:
+    code = main([*command, "--json", "--home", str(home)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return {entry["name"]: entry for entry in json.loads(out)}
+
+
+def said(home: Path, capsys: pytest.CaptureFixture[str], *command: str) -> str:
+    """What ``smarthole COMMAND --home HOME`` printed (it must succeed)."""
+    code = main([*command, "--home", str(home)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
 
 
 def marks(entry: dict) -> tuple[bool, bool, bool]:
     return entry["loaded"], entry["on_disk"], entry["changed"]
 
 
-def test_plugins_shows_what_the_daemon_loaded_and_marks_the_disk(home, env, daemons):
+def test_plugins_shows_what_the_daemon_loaded_and_marks_the_disk(home, env, threads, capsys):
     folder = home / "plugins"
     folder.mkdir(exist_ok=True)
     (folder / "echo.py").write_text(PLUGIN.format(name="echo"))
     write_config(home, plugins={"paths": ["plugins"]})
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     (folder / "echo.py").unlink()
     (folder / "parrot.py").write_text(PLUGIN.format(name="parrot"))
-    plugins = listed(home, env, "plugins")
+    plugins = listed(home, capsys, "plugins")
     assert marks(plugins["echo"]) == (True, False, False)
     assert marks(plugins["parrot"]) == (False, True, False)
     assert marks(plugins["workspace"]) == (True, True, False)
-    out = smarthole("plugins", "--home", str(home), env=env).stdout
+    out = said(home, capsys, "plugins")
     assert out.startswith("As loaded by the running daemon:\n")
     lines = out.splitlines()
     echo = next(line for line in lines if line.startswith("echo  (folder: "))
@@ -138,23 +147,23 @@ def test_plugins_shows_what_the_daemon_loaded_and_marks_the_disk(home, env, daem
     parrot = next(line for line in lines if line.startswith("parrot  (folder: "))
     assert parrot.endswith("  (on disk, not loaded by the running daemon)")
     assert "`smarthole reload` applies what it can" in out
-    assert smarthole("reload", "--home", str(home), env=env).returncode == 0
-    assert marks(listed(home, env, "plugins")["parrot"]) == (True, True, False)
-    assert daemon.terminate() == 0
+    assert said(home, capsys, "reload").startswith("Reloaded ")
+    assert marks(listed(home, capsys, "plugins")["parrot"]) == (True, True, False)
+    assert daemon.stop() == 0
 
 
-def test_agents_shows_what_the_daemon_loaded_and_marks_config_toml(home, env, daemons):
+def test_agents_shows_what_the_daemon_loaded_and_marks_config_toml(home, env, threads, capsys):
     write_config(home, agents=TEAM)
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     editor = {"description": "Edits the text", "instructions": "Edit."}
     researcher = {**TEAM["researcher"], "description": "Finds facts on the web"}
     write_config(home, agents={"researcher": researcher, "editor": editor})
-    agents = listed(home, env, "agents")
+    agents = listed(home, capsys, "agents")
     assert marks(agents["critic"]) == (True, False, False)
     assert marks(agents["editor"]) == (False, True, False)
     assert marks(agents["researcher"]) == (True, True, True)
     assert agents["researcher"]["description"] == "Finds facts in the notes"  # the daemon's
-    out = smarthole("agents", "--home", str(home), env=env).stdout.splitlines()
+    out = said(home, capsys, "agents").splitlines()
     assert (
         "critic: Checks the facts  (loaded by the running daemon, no longer in config.toml)"
     ) in out
@@ -163,11 +172,11 @@ def test_agents_shows_what_the_daemon_loaded_and_marks_config_toml(home, env, da
         "researcher: Finds facts in the notes  "
         "(changed in config.toml since the running daemon loaded it)"
     ) in out
-    assert smarthole("reload", "--home", str(home), env=env).returncode == 0
-    agents = listed(home, env, "agents")
+    assert said(home, capsys, "reload").startswith("Reloaded ")
+    agents = listed(home, capsys, "agents")
     assert sorted(agents) == ["assistant", "editor", "researcher"]
     assert all(marks(agent) == (True, True, False) for agent in agents.values())
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
 
 
 def sleeper(**settings: object) -> dict[str, object]:
@@ -175,15 +184,15 @@ def sleeper(**settings: object) -> dict[str, object]:
     return {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"], **settings}
 
 
-def test_mcp_list_shows_the_daemons_servers_and_marks_config_toml(home, env, daemons):
+def test_mcp_list_shows_the_daemons_servers_and_marks_config_toml(home, env, threads, capsys):
     write_config(home, mcp={"servers": {"old": sleeper(enabled=False)}})
-    daemon = daemons(home, env)
+    daemon = threads(home, env)
     write_config(home, mcp={"servers": {"new": sleeper(start_timeout_seconds=1)}})
-    servers = listed(home, env, "mcp", "list")
+    servers = listed(home, capsys, "mcp", "list")
     assert marks(servers["old"]) == (True, False, False)
     assert marks(servers["new"]) == (False, True, False)
     assert servers["new"]["state"] == "not started"  # listed, not started by the command
-    out = smarthole("mcp", "list", "--home", str(home), env=env).stdout.splitlines()
+    out = said(home, capsys, "mcp", "list").splitlines()
     assert any(
         line.startswith("new  stdio: ")
         and line.endswith("  (in config.toml, not started by the running daemon)")
@@ -192,7 +201,7 @@ def test_mcp_list_shows_the_daemons_servers_and_marks_config_toml(home, env, dae
     assert any(
         line.endswith("  (started by the running daemon, no longer in config.toml)") for line in out
     ), out
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
 
 
 # -- which conversation is current ----------------------------------------------------------
