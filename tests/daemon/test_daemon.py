@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from smarthole import hookimpl
+from smarthole.cli import main
 from smarthole.config.loading import example_config_text
 from smarthole.testing import error, server_error, text, tool_use, tool_uses
 from tests.helpers import (
@@ -397,17 +398,15 @@ def test_a_channel_alone_stays_with_its_worker_and_wakes_no_other(home, fake, en
 # -- the CLI ----------------------------------------------------------------------------------
 
 
-def test_run_without_an_api_key_exits_2_with_one_line(home, env):
-    env.pop("ANTHROPIC_API_KEY")
-    result = smarthole("run", "--home", str(home), "--once", env=env)
-    assert result.returncode == 2
-    assert (
-        result.stderr.strip().splitlines() == [result.stderr.strip()]
-        and "ANTHROPIC_API_KEY" in result.stderr
-    )
+def test_run_without_an_api_key_exits_2_with_one_line(home, environ, monkeypatch, capsys):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert main(["run", "--home", str(home), "--once"]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.strip().splitlines() == [stderr.strip()] and "ANTHROPIC_API_KEY" in stderr
 
 
 def test_run_once_in_a_subprocess_answers_the_inbox(home, fake, env):
+    """End to end: ``smarthole run --once`` as its own process (the others run in this one)."""
     fake.add(text("Hi from the subprocess"))
     drop(home, "hello", "m1")
     result = smarthole("run", "--home", str(home), "--once", env=env)
@@ -415,45 +414,35 @@ def test_run_once_in_a_subprocess_answers_the_inbox(home, fake, env):
     assert finals(home)[0].text == "Hi from the subprocess"
 
 
-def test_send_wait_prints_the_reply_from_a_live_daemon(home, fake, env, daemons):
+def test_send_wait_prints_the_reply_from_a_live_daemon(home, fake, env, threads, capsys):
     fake.add(text("The answer is 42."))
-    daemons(home, env)
-    result = smarthole(
-        "send",
-        "--home",
-        str(home),
-        "--wait",
-        "--timeout",
-        "20",
-        "what",
-        "is",
-        "the",
-        "answer?",
-        env=env,
+    threads(home, env)
+    code = main(
+        ["send", "--home", str(home), "--wait", "--timeout", "20", "what", "is", "the", "answer?"]
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "The answer is 42."
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.strip() == "The answer is 42."
     assert fake.requests[0].last_user_text == "what is the answer?"
 
 
-def test_send_without_wait_prints_the_id_and_writes_an_inbox_file(home, env):
-    result = smarthole("send", "--home", str(home), "--channel", "phone", "hello", env=env)
-    message_id = result.stdout.strip()
+def test_send_without_wait_prints_the_id_and_writes_an_inbox_file(home, capsys):
+    assert main(["send", "--home", str(home), "--channel", "phone", "hello"]) == 0
+    message_id = capsys.readouterr().out.strip()
     (path,) = (home / "inbox").glob("*.md")
     assert message_id in path.name and 'channel = "phone"' in path.read_text()
 
 
-def test_send_wait_exits_1_on_timeout_and_on_an_error_reply(home, fake, env, daemons):
-    result = smarthole("send", "--home", str(home), "--wait", "--timeout", "0.3", "hi", env=env)
-    assert result.returncode == 1 and "no reply" in result.stderr
+def test_send_wait_exits_1_on_timeout_and_on_an_error_reply(home, fake, env, threads, capsys):
+    assert main(["send", "--home", str(home), "--wait", "--timeout", "0.3", "hi"]) == 1
+    assert "no reply" in capsys.readouterr().err
     for unanswered in (home / "inbox").iterdir():
         unanswered.unlink()
     write_config(home, retry={"max_attempts": 1})
     fake.add(error(401, "authentication_error", "bad key"))
-    daemons(home, env)
-    result = smarthole("send", "--home", str(home), "--wait", "--timeout", "20", "hi", env=env)
-    assert result.returncode == 1
-    assert "API key" in result.stdout
+    threads(home, env)
+    assert main(["send", "--home", str(home), "--wait", "--timeout", "20", "hi"]) == 1
+    assert "API key" in capsys.readouterr().out
 
 
 def test_the_live_daemon_picks_up_files_as_they_arrive(home, fake, env, live_daemon):

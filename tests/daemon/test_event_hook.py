@@ -15,7 +15,7 @@ from smarthole.cli import main
 from smarthole.daemon.runtime import Runtime
 from smarthole.home import Home
 from smarthole.testing import text
-from tests.helpers import TEST_PLUGINS, db, drop, run_once, smarthole, wait_for, write_config
+from tests.helpers import TEST_PLUGINS, db, drop, run_once, wait_for, write_config
 
 
 @pytest.fixture
@@ -88,15 +88,14 @@ def test_the_events_of_rename_new_and_tasks_abort_reach_the_hook(watched, env):
     assert json.loads(row["data"])["status"] == "aborted"
 
 
-def test_a_cli_command_reaches_a_running_daemons_hook(watched, env, daemons):
+def test_a_cli_command_reaches_a_running_daemons_hook(watched, env, threads):
     drop(watched, "hello", "m1")
     run_once(watched, env)
-    daemon = daemons(watched, env)
-    renamed = smarthole("rename", conversation_id(watched), "Milk", "--home", str(watched), env=env)
-    assert renamed.returncode == 0, renamed.stderr
+    daemon = threads(watched, env)
+    assert main(["rename", conversation_id(watched), "Milk", "--home", str(watched)]) == 0
     wait_for(lambda: (seen(watched) or [(0, "")])[-1][1] == "conversation_renamed")
     assert seen(watched) == stored(watched)
-    assert daemon.terminate() == 0
+    assert daemon.stop() == 0
     assert seen(watched) == stored(watched)
 
 

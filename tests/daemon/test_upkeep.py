@@ -76,10 +76,11 @@ def test_nothing_goes_while_a_message_waits(runtime, home, caplog):
     assert runtime.processor.history.clear() == 1, "the history was still kept"
 
 
-def test_the_housekeeper_of_a_running_daemon_lets_go(home, fake, env, daemons):
+def test_the_housekeeper_of_a_running_daemon_lets_go(home, fake, env, threads, caplog):
+    caplog.set_level(logging.INFO)
     write_config(home, inbox={"rescan_seconds": 0.05}, daemon={"idle_release_seconds": 0})
     fake.add(text("Hello"))
-    daemon = daemons(home, env)
+    threads(home, env)
     drop(home, "hi", "m1")
-    wait_for(lambda: LET_GO in daemon.output(), 20, "the quiet daemon to let go")
+    wait_for(lambda: LET_GO in caplog.text, 20, "the quiet daemon to let go")
     assert "Hello" in "".join(p.read_text() for p in (home / "outbox").iterdir())

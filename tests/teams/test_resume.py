@@ -31,7 +31,7 @@ def agent_turns(home) -> list[tuple[int, str, str]]:
 
 
 def test_kill_9_during_an_agent_turn_resumes_at_that_turn_with_that_agent(
-    team_home, fake, env, daemons
+    team_home, fake, env, daemons, threads
 ):
     stuck = threading.Event()
     fake.add(start_task(max_turns=4), entry_agent=True)
@@ -46,7 +46,7 @@ def test_kill_9_during_an_agent_turn_resumes_at_that_turn_with_that_agent(
     fake.add(text("r2"), agent="researcher")
     fake.add(text("c2"), agent="critic")
     fake.add(text("All done."), entry_agent=True)
-    daemons(team_home, env)
+    threads(team_home, env)  # the restart: recovery is the start-up's, in a thread
     assert_one_final_each(team_home, "m1")
     stuck.set()
     assert agent_turns(team_home) == [
@@ -68,7 +68,7 @@ def test_kill_9_during_an_agent_turn_resumes_at_that_turn_with_that_agent(
 
 
 def test_kill_9_during_a_team_agents_tool_reports_it_in_doubt_and_never_reruns_it(
-    home, fake, env, daemons
+    home, fake, env, daemons, threads
 ):
     write_config(
         home,
@@ -84,7 +84,7 @@ def test_kill_9_during_a_team_agents_tool_reports_it_in_doubt_and_never_reruns_i
     (home / "started-x").unlink()
     fake.add(text("I could not tell whether it was recorded."), agent="clerk")
     fake.add(text("Unclear whether x was recorded."), entry_agent=True)
-    daemons(home, env)
+    threads(home, env)
     assert_one_final_each(home, "m1")
     clerk = [r for r in fake.requests if r.agent == "clerk"]
     (result,) = clerk[-1].tool_results
