@@ -489,6 +489,7 @@ def test_get_conversation_reads_an_earlier_conversation(home, fake, env):
 
 
 def test_demo_shows_the_whole_exchange_without_a_key(tmp_path):
+    """End to end: ``smarthole demo`` as its own process, with no key in its environment."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     result = smarthole("demo", env=environment, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -499,14 +500,22 @@ def test_demo_shows_the_whole_exchange_without_a_key(tmp_path):
     assert "workspace/Lists/Groceries.md now says:\n- milk" in out
 
 
-def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+@pytest.fixture
+def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process without ANTHROPIC_*, as a newcomer's shell is."""
+    for name in list(os.environ):
+        if name.startswith("ANTHROPIC_"):
+            monkeypatch.delenv(name)
+
+
+def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path, no_key, capsys):
     kept = tmp_path / "demo-home"
-    result = smarthole("demo", "--home", str(kept), env=environment, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert f"The demo's home is kept: smarthole conversations --home {kept}" in result.stdout
-    listed = smarthole("conversations", "--home", str(kept), "--json", env=environment)
-    [conversation] = json.loads(listed.stdout)
+    code = main(["demo", "--home", str(kept)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"The demo's home is kept: smarthole conversations --home {kept}" in out
+    assert main(["conversations", "--home", str(kept), "--json"]) == 0
+    [conversation] = json.loads(capsys.readouterr().out)
     assert conversation["turns"] == 2
     assert (kept / "workspace" / "Lists" / "Groceries.md").read_text() == "- milk\n"
     assert (kept / "config.toml").read_text() == example_config_text(["plugins"])  # as init's
@@ -514,17 +523,15 @@ def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path):
 
 
 @pytest.mark.parametrize("what", ["a home", "a file"])
-def test_demo_will_not_run_in_a_folder_that_is_not_empty(tmp_path, what):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+def test_demo_will_not_run_in_a_folder_that_is_not_empty(tmp_path, what, no_key, capsys):
     target = tmp_path / "taken"
     if what == "a home":
         target.mkdir()
         (target / "config.toml").write_text("# a real home\n")
     else:
         target.write_text("notes")
-    result = smarthole("demo", "--home", str(target), env=environment, timeout=60)
-    assert result.returncode == 2
-    assert result.stderr.strip() == (
+    assert main(["demo", "--home", str(target)]) == 2
+    assert capsys.readouterr().err.strip() == (
         f"smarthole: {target} is not an empty folder; the demo needs a new one to keep"
     )
     assert not (tmp_path / "taken" / "inbox").exists()
