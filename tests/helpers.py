@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import signal
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smarthole.cli import main
 from smarthole.daemon import Daemon
 from smarthole.formats import dumps_toml
 from smarthole.home import Home
@@ -146,6 +148,22 @@ class DaemonThread:
         if self.errors:
             raise self.errors[0]
         return self.code
+
+
+def in_process(
+    capsys: Any, *args: str, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``smarthole ARGS`` through ``main`` in this process, as :func:`smarthole` runs it in a
+    subprocess: stdin is ``input`` (never a terminal), stdout and stderr are what it printed.
+    A command that reads ``ANTHROPIC_*`` needs the ``environ`` fixture."""
+    stdin = sys.stdin
+    sys.stdin = io.StringIO(input or "")
+    try:
+        code = main(list(args))
+    finally:
+        sys.stdin = stdin
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), int(code), out, err)
 
 
 def smarthole(

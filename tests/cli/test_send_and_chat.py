@@ -1,7 +1,8 @@
 """`send` and `chat` never leave a person guessing: no daemon, retries, tools, Ctrl-C, start-up.
 
 Where the terminal or a signal is the point, the command runs as a real subprocess: on a
-pseudo-terminal for chat's prompt, with signals sent to it for Ctrl-C.
+pseudo-terminal for chat's prompt, with signals sent to it for Ctrl-C. Elsewhere it runs in
+this process (``in_process``), and a daemon it talks to runs in a thread (``threads``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 
 from smarthole.testing import drop as dropped_connection
 from smarthole.testing import error, hold, text, tool_use
-from tests.helpers import Command, db, finals, smarthole, wait_for, write_config
+from tests.helpers import Command, db, finals, in_process, wait_for, write_config
 
 QUIET = ("Traceback", "Exception ignored")  # what a quiet exit never prints
 
@@ -102,8 +103,8 @@ def plugin_folder(tmp_path: Path, source: str) -> Path:
 # -- send with no daemon (issue 33 item 2) ----------------------------------------------------
 
 
-def test_send_with_no_daemon_says_the_message_waits_in_the_inbox(home, env):
-    result = smarthole("send", "--home", str(home), "hello", env=env)
+def test_send_with_no_daemon_says_the_message_waits_in_the_inbox(home, capsys):
+    result = in_process(capsys, "send", "--home", str(home), "hello")
     assert result.returncode == 0, result.stderr
     message_id = result.stdout.strip()
     (path,) = (home / "inbox").glob("*.md")
@@ -114,17 +115,15 @@ def test_send_with_no_daemon_says_the_message_waits_in_the_inbox(home, env):
     )
 
 
-def test_send_says_nothing_more_when_a_daemon_runs(home, fake, env, daemons):
+def test_send_says_nothing_more_when_a_daemon_runs(home, fake, env, threads, capsys):
     fake.default = text("ok")
-    daemons(home, env)
-    result = smarthole("send", "--home", str(home), "hello", env=env)
+    threads(home, env)
+    result = in_process(capsys, "send", "--home", str(home), "hello")
     assert result.returncode == 0 and result.stderr == ""
 
 
-def test_send_wait_with_no_daemon_fails_at_once(home, env):
-    result = smarthole(
-        "send", "--home", str(home), "--wait", "--timeout", "600", "hello", env=env, timeout=30
-    )
+def test_send_wait_with_no_daemon_fails_at_once(home, capsys):
+    result = in_process(capsys, "send", "--home", str(home), "--wait", "--timeout", "600", "hello")
     assert result.returncode == 1
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
@@ -140,16 +139,16 @@ RETRY_LINE = re.compile(
 )
 
 
-def test_send_wait_says_when_the_model_is_tried_again(home, fake, env, daemons, tmp_path):
+def test_send_wait_says_when_the_model_is_tried_again(home, fake, env, threads, tmp_path, capsys):
     write_config(home, retry={"base_delay_seconds": 10, "max_delay_seconds": 10})
     fake.add(dropped_connection())
     fake.add(text("Back again."))
-    daemons(home, env)
+    threads(home, env)
     send = Command(tmp_path, env, "send", "--home", str(home), "--wait", "hello")
     try:
         shown = wait_for(lambda: RETRY_LINE.search(send.stderr()), 20, "the retry line")
         assert 0 < int(shown.group(1)) <= 10
-        assert smarthole("retry", "--home", str(home), "--all", env=env).returncode == 0
+        assert in_process(capsys, "retry", "--home", str(home), "--all").returncode == 0
         assert send.process.wait(timeout=30) == 0, send.stderr()
     finally:
         send.close()
@@ -160,22 +159,22 @@ def test_send_wait_says_when_the_model_is_tried_again(home, fake, env, daemons, 
 @pytest.mark.parametrize(
     ("status", "kind"), [(401, "authentication_error"), (403, "permission_error")]
 )
-def test_a_rejected_key_is_a_final_error_at_once(home, fake, env, daemons, status, kind):
+def test_a_rejected_key_is_a_final_error_at_once(home, fake, env, threads, capsys, status, kind):
     """Verifies what the daemon already did: a 401/403 is never retried."""
     fake.add(error(status, kind, "invalid x-api-key"))
     fake.default = text("never asked again")
-    daemons(home, env)
-    result = smarthole("send", "--home", str(home), "--wait", "hello", env=env, timeout=30)
+    threads(home, env)
+    result = in_process(capsys, "send", "--home", str(home), "--wait", "--timeout", "30", "hello")
     assert result.returncode == 1
     assert "check ANTHROPIC_API_KEY" in result.stdout
     assert "retrying" not in result.stderr
     assert len(fake.requests) == 1
 
 
-def test_chat_says_each_retry_on_stderr(home, fake, env):
+def test_chat_says_each_retry_on_stderr(home, fake, environ, capsys):
     fake.add(dropped_connection())
     fake.add(text("Made it."))
-    result = smarthole("chat", "--home", str(home), env=env, input="hello\n")
+    result = in_process(capsys, "chat", "--home", str(home), input="hello\n")
     assert result.returncode == 0, result.stderr
     assert "smarthole: Made it." in result.stdout
     assert (
@@ -187,11 +186,11 @@ def test_chat_says_each_retry_on_stderr(home, fake, env):
 # -- chat shows the tools the agent calls (item 9) --------------------------------------------
 
 
-def test_chat_shows_each_tool_as_it_is_called(home, fake, env):
+def test_chat_shows_each_tool_as_it_is_called(home, fake, environ, capsys):
     fake.add(tool_use("list_files", {}))
     fake.add(tool_use("read_file", {"path": "notes.md"}))
     fake.add(text("Listed."))
-    result = smarthole("chat", "--home", str(home), env=env, input="what is there?\n")
+    result = in_process(capsys, "chat", "--home", str(home), input="what is there?\n")
     assert result.returncode == 0, result.stderr
     assert "  · list_files\n  · read_file\nsmarthole: Listed." in result.stdout
     assert "\x1b" not in result.stdout, "dim only on a terminal"
@@ -231,11 +230,11 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_ctrl_d_quits(home, fake, env, 
 
 
 def test_ctrl_c_while_a_reply_is_awaited_leaves_the_turn_to_the_daemon(
-    home, fake, env, daemons, tmp_path
+    home, fake, env, threads, tmp_path
 ):
     release = threading.Event()
     fake.add(hold(release, text("Here it is.")))
-    daemons(home, env)
+    threads(home, env)
     chat = Command(tmp_path, env, "chat", "--home", str(home))
     try:
         chat.type("hello\n")
@@ -281,11 +280,11 @@ def test_a_chat_that_must_wait_for_its_own_daemon_says_so_and_a_second_ctrl_c_le
 
 
 @pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon-running"])
-def test_chat_says_when_it_runs_a_daemon_itself(home, fake, env, daemons, daemon):
+def test_chat_says_when_it_runs_a_daemon_itself(home, fake, environ, threads, capsys, daemon):
     fake.default = text("ok")
     if daemon:
-        daemons(home, env)
-    result = smarthole("chat", "--home", str(home), env=env, input="hello\n")
+        threads(home, environ)
+    result = in_process(capsys, "chat", "--home", str(home), input="hello\n")
     assert result.returncode == 0, result.stderr
     says = "No daemon is running for this home, so this chat runs one itself" in result.stdout
     assert says is not daemon
