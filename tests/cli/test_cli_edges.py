@@ -22,6 +22,7 @@ from tests.helpers import (
     db,
     drop,
     finals,
+    in_process,
     run_once,
     smarthole,
     wait_for,
@@ -40,9 +41,9 @@ def one_line(stderr: str) -> str:
 # -- chat and resume cannot start (item 12) ---------------------------------------------------
 
 
-def break_home(home: Path, env: dict[str, str], tmp_path: Path, how: str) -> None:
+def break_home(home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str) -> None:
     if how == "no-api-key":
-        env.pop("ANTHROPIC_API_KEY")
+        monkeypatch.delenv("ANTHROPIC_API_KEY")
     elif how == "bad-config":
         with (home / "config.toml").open("a") as config:
             config.write("[[[\n")
@@ -58,18 +59,20 @@ def break_home(home: Path, env: dict[str, str], tmp_path: Path, how: str) -> Non
 
 @pytest.mark.parametrize("how", ["no-api-key", "bad-config", "bad-plugin"])
 @pytest.mark.parametrize("command", ["chat", "resume"])
-def test_chat_that_cannot_start_says_why_like_run(home, fake, env, tmp_path, how, command):
+def test_chat_that_cannot_start_says_why_like_run(
+    home, fake, environ, monkeypatch, capsys, tmp_path, how, command
+):
     fake.default = text("ok")
     drop(home, "hello", "m1")
-    run_once(home, env)
+    run_once(home, environ)
     conversation = finals(home)[0]["conversation"]
-    break_home(home, env, tmp_path, how)
+    break_home(home, monkeypatch, tmp_path, how)
     args = [command, "--home", str(home)] + ([conversation] if command == "resume" else [])
     started = time.monotonic()
-    result = smarthole(*args, env=env, input="hello again\n", timeout=60)
+    result = in_process(capsys, *args, input="hello again\n")
     took = time.monotonic() - started
     assert result.returncode == 2, result.stderr
-    expected = smarthole("run", "--home", str(home), env=env, timeout=60)
+    expected = in_process(capsys, "run", "--home", str(home))
     assert expected.returncode == 2
     assert one_line(result.stderr) == one_line(expected.stderr)
     print(f"{command} with {how} exited in {took:.2f}s")
@@ -78,24 +81,23 @@ def test_chat_that_cannot_start_says_why_like_run(home, fake, env, tmp_path, how
 # -- send --wait to an unknown conversation (item 13) -----------------------------------------
 
 
-def test_send_to_an_unknown_conversation_fails_at_once(home, env):
-    result = smarthole(
-        "send", "--home", str(home), "--wait", "--timeout", "60", "--conversation", "zzzz", "hi",
-        env=env,
-        timeout=20,
+def test_send_to_an_unknown_conversation_fails_at_once(home, capsys):
+    result = in_process(
+        capsys, "send", "--home", str(home), "--wait", "--timeout", "60", "--conversation", "zzzz",
+        "hi",
     )  # fmt: skip
     assert result.returncode == 1
     assert one_line(result.stderr) == "smarthole: no conversation matches 'zzzz'"
     assert list((home / "inbox").iterdir()) == [], "nothing was sent"
 
 
-def test_send_resolves_a_conversation_prefix(home, fake, env):
+def test_send_resolves_a_conversation_prefix(home, fake, env, capsys):
     fake.default = text("ok")
     drop(home, "hello", "m1")
     run_once(home, env)
     conversation = finals(home)[0]["conversation"]
-    result = smarthole(
-        "send", "--home", str(home), "--conversation", conversation[:6], "more", env=env
+    result = in_process(
+        capsys, "send", "--home", str(home), "--conversation", conversation[:6], "more"
     )
     assert result.returncode == 0, result.stderr
     (path,) = (home / "inbox").glob("*.md")
@@ -106,11 +108,11 @@ def test_send_resolves_a_conversation_prefix(home, fake, env):
 
 
 @pytest.mark.parametrize("where", ["file", "inside-a-file"])
-def test_init_on_a_file_is_one_line_and_exit_2(tmp_path, env, where):
+def test_init_on_a_file_is_one_line_and_exit_2(tmp_path, capsys, where):
     existing = tmp_path / "notes.txt"
     existing.write_text("not a folder")
     target = existing if where == "file" else existing / "home"
-    result = smarthole("init", "--home", str(target), env=env)
+    result = in_process(capsys, "init", "--home", str(target))
     assert result.returncode == 2
     assert one_line(result.stderr).startswith("smarthole: cannot ")
     assert str(target) in result.stderr
@@ -130,14 +132,14 @@ def test_init_on_a_file_is_one_line_and_exit_2(tmp_path, env, where):
     ],
     ids=["send-wait", "events-follow", "resume-picker", "status-finished"],
 )
-def test_ctrl_c_exits_130(home, fake, env, tmp_path, daemons, args, ready):
+def test_ctrl_c_exits_130(home, fake, env, tmp_path, threads, args, ready):
     fake.default = text("ok")
     drop(home, "hello", "m1")
     run_once(home, env)
     release = threading.Event()
     if args[0] == "send":  # with no daemon, `send --wait` ends at once: it waits for this one
         fake.add(hold(release, text("too late")))
-        daemons(home, env)
+        threads(home, env)
     command = Command(tmp_path, env, *args, "--home", str(home))
     try:
         if ready is None:  # a command that finished is not interrupted

@@ -17,7 +17,7 @@ from smarthole.agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from smarthole.cli import main
 from smarthole.cli.render import relative_time
 from smarthole.testing import error, hold, server_error, text, tool_use
-from tests.helpers import db, drop, finals, run_once, smarthole, wait_for, write_config
+from tests.helpers import db, drop, finals, in_process, run_once, wait_for, write_config
 
 REQUIRED_EVENT_KEYS = {"type", "at", "conversation", "channel", "turn", "message_id"}
 
@@ -388,12 +388,10 @@ def test_resume_picks_a_conversation_and_chats_in_it(home, fake, env, capsys, mo
     assert row["turns"] == 2 and row["ended_at"] is None
 
 
-def test_chat_with_piped_input(home, fake, env):
+def test_chat_with_piped_input(home, fake, environ, capsys):
     fake.add(text("Hi! What shall we do?"))
     fake.add(text("Milk added."))
-    result = smarthole(
-        "chat", "--home", str(home), env=env, input="hello\n\nadd milk\n", timeout=60
-    )
+    result = in_process(capsys, "chat", "--home", str(home), input="hello\n\nadd milk\n")
     assert result.returncode == 0, result.stderr
     assert "smarthole: Hi! What shall we do?" in result.stdout
     assert "smarthole: Milk added." in result.stdout
@@ -401,16 +399,17 @@ def test_chat_with_piped_input(home, fake, env):
     assert (row["channel"], row["turns"]) == ("chat", 2)
 
 
-def test_chat_continue_and_conversation_flags(home, fake, env):
+def test_chat_continue_and_conversation_flags(home, fake, environ, capsys):
     fake.default = text("ok")
-    smarthole("chat", "--home", str(home), env=env, input="one\n")
-    result = smarthole("chat", "--home", str(home), "--continue", env=env, input="two\n")
+    assert in_process(capsys, "chat", "--home", str(home), input="one\n").returncode == 0
+    result = in_process(capsys, "chat", "--home", str(home), "--continue", input="two\n")
     assert result.returncode == 0
     (row,) = db(home).execute("SELECT id, turns FROM conversations")
     assert row["turns"] == 2
-    result = smarthole(
-        "chat", "--home", str(home), "--conversation", row["id"][:5], env=env, input="three\n"
+    result = in_process(
+        capsys, "chat", "--home", str(home), "--conversation", row["id"][:5], input="three\n"
     )
+    assert result.returncode == 0
     assert db(home).execute("SELECT turns FROM conversations").fetchone()[0] == 3
 
 
