@@ -15,7 +15,7 @@ from smarthole.daemon.signals import capture_signals
 from smarthole.errors import ConfigError, PluginError
 from smarthole.home import Home
 from smarthole.testing import hold, text
-from tests.helpers import drop, finals, smarthole, wait_for, write_config
+from tests.helpers import drop, finals, in_process, smarthole, wait_for, write_config
 
 
 def open_database_files(home: Path) -> list[str]:
@@ -97,7 +97,7 @@ def test_a_failed_start_restores_the_handlers_and_closes_the_store(
     assert daemon.ready.is_set() and not daemon.started
 
 
-# -- the real daemon, as a subprocess ---------------------------------------------------------
+# -- the real daemon, as a subprocess; `run` in this process where no signal is sent ---------
 
 
 def write_plugin(folder: Path, source: str) -> None:
@@ -115,8 +115,25 @@ def write_plugin(folder: Path, source: str) -> None:
     ],
 )
 def test_a_bad_config_or_plugin_at_start_is_one_line_and_exit_2(
-    home, env, tmp_path, case, expected
+    home, environ, capsys, tmp_path, case, expected
 ):
+    break_start(home, tmp_path, case)
+    result = in_process(capsys, "run", "--home", str(home))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("smarthole: ") and expected in result.stderr
+
+
+def test_a_plugin_failing_at_start_is_one_line_and_exit_2_from_the_process(home, env, tmp_path):
+    """The same, end to end: ``smarthole run`` as its own process, nothing more at its exit."""
+    break_start(home, tmp_path, "startup")
+    result = smarthole("run", "--home", str(home), env=env, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("smarthole: ") and "failed in startup: boom" in result.stderr
+
+
+def break_start(home: Path, tmp_path: Path, case: str) -> None:
     folder = tmp_path / "bad-plugins"
     write_config(home, plugins={"paths": [str(folder)]})
     if case == "toml":
@@ -132,10 +149,6 @@ def test_a_bad_config_or_plugin_at_start_is_one_line_and_exit_2(
             "from smarthole import hookimpl\n\n"
             "@hookimpl\ndef startup(app):\n    raise RuntimeError('boom')\n",
         )
-    result = smarthole("run", "--home", str(home), env=env, timeout=30)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("smarthole: ") and expected in result.stderr
 
 
 def test_sighup_reloads_and_the_daemon_keeps_running(home, fake, env, daemons):
