@@ -184,17 +184,20 @@ def test_a_stuck_main_loop_stops_petting_the_watchdog(home, fake, env, manager):
         thread.join(30)
 
 
-# -- the real daemon, as a subprocess ---------------------------------------------------------
+# -- the real daemon: a subprocess with signals, and in a thread --------------------------------
 
 
 def test_the_daemon_reports_ready_status_watchdog_reload_and_stop(
-    home, fake, env, daemons, manager
+    home, fake, env, daemons, threads, manager
 ):
+    """With a socket path: ``smarthole run`` as its own process, stopped and reloaded by
+    signals, as systemd runs it. With an abstract address: the same daemon in a thread."""
+    in_thread = manager.address.startswith("@")
     write_config(home, daemon={"shutdown_grace_seconds": 10})
     release = threading.Event()
     fake.add(hold(release, text("done")))
     env = {**env, "NOTIFY_SOCKET": manager.address, "WATCHDOG_USEC": "400000"}
-    daemon = daemons(home, env)
+    daemon = (threads if in_thread else daemons)(home, env)
     try:
         ready = manager.wait_for(lambda m: m.get("READY") == "1", what="READY=1")
         assert ready["STATUS"] == "idle"
@@ -207,10 +210,13 @@ def test_the_daemon_reports_ready_status_watchdog_reload_and_stop(
     manager.wait_for(lambda m: m.get("STATUS") == "idle", what="idle again")
     wait_for(lambda: pets(manager) >= 3, 10, "three watchdog pings")
 
-    daemon.process.send_signal(signal.SIGHUP)
+    if in_thread:
+        daemon.hangup()
+    else:
+        daemon.process.send_signal(signal.SIGHUP)
     reloading = manager.wait_for(lambda m: m.get("RELOADING") == "1", what="RELOADING=1")
     assert int(reloading["MONOTONIC_USEC"]) > 0
     manager.wait_for(lambda m: m.get("READY") == "1", what="READY=1 after the reload")
 
-    assert daemon.terminate() == 0
+    assert (daemon.stop() if in_thread else daemon.terminate()) == 0
     manager.wait_for(lambda m: m.get("STOPPING") == "1", what="STOPPING=1")
