@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from smarthole.cli import main
 from smarthole.daemon.logs import (
     JournalFormatter,
     JsonFormatter,
@@ -95,7 +96,7 @@ def test_the_log_file_is_reopened_after_logrotate_moves_it(tmp_path, restore_roo
     assert "before" not in log_file.read_text()
 
 
-# -- `smarthole run`, as a subprocess ---------------------------------------------------------
+# -- `smarthole run`, as a subprocess and in this process ----------------------------------
 
 
 def run_once(home: Path, env: dict[str, str], *args: str) -> list[str]:
@@ -115,16 +116,40 @@ def run_once(home: Path, env: dict[str, str], *args: str) -> list[str]:
     return stderr_path.read_text().splitlines()
 
 
+@pytest.fixture
+def run_here(home: Path, environ: dict[str, str], monkeypatch: pytest.MonkeyPatch):
+    """``run_here(*args)``: ``smarthole run --once`` through ``main`` in this process, stderr a
+    file that ``$JOURNAL_STREAM`` names (as systemd connects it); the lines it logged."""
+    opened = []
+
+    def run(*args: str) -> list[str]:
+        stderr_path = home.parent / f"stderr-{len(opened)}.log"
+        stderr = stderr_path.open("w")
+        opened.append(stderr)
+        info = os.fstat(stderr.fileno())
+        monkeypatch.setenv("JOURNAL_STREAM", f"{info.st_dev}:{info.st_ino}")
+        monkeypatch.setattr(sys, "stderr", stderr)
+        code = main(["run", "--once", "--home", str(home), *args])
+        stderr.flush()
+        assert code == 0, stderr_path.read_text()
+        return stderr_path.read_text().splitlines()
+
+    yield run
+    for stderr in opened:
+        stderr.close()
+
+
 def test_under_systemd_the_journal_format_is_the_default(home, env):
+    """End to end, as its own process: stderr is the journal, so the lines carry priorities."""
     lines = run_once(home, env)
     assert lines and all(line[:3] in ("<3>", "<4>", "<6>", "<7>") for line in lines), lines
     assert any(line.startswith("<6>smarthole") and "is watching" in line for line in lines)
 
 
-def test_json_format_wins_over_the_journal(home, fake, env):
+def test_json_format_wins_over_the_journal(home, fake, run_here):
     fake.default = text("ok")
     drop(home, "hello", "m1")
-    lines = run_once(home, env, "--log-format", "json", "--log-level", "debug")
+    lines = run_here("--log-format", "json", "--log-level", "debug")
     records = [json.loads(line) for line in lines]
     assert any(r["message"].startswith("smarthole is watching") for r in records)
     assert {"time", "level", "logger", "message"} <= set(records[0])
@@ -142,17 +167,17 @@ def test_json_format_wins_over_the_journal(home, fake, env):
     ],
 )
 def test_log_level_comes_from_the_config_unless_given(
-    home, fake, env, config_level, args, info_shown, debug_shown
+    home, fake, run_here, config_level, args, info_shown, debug_shown
 ):
     write_config(home, daemon={"log_level": config_level})
     fake.default = text("ok")
     drop(home, "hello", "m1")  # a turn logs at debug level
-    lines = run_once(home, env, "--log-format", "journal", *args)
+    lines = run_here("--log-format", "journal", *args)
     assert any(line.startswith("<6>") for line in lines) == info_shown, lines
     assert any(line.startswith("<7>") for line in lines) == debug_shown, lines
 
 
-def test_log_file_gets_the_lines_too(home, env, tmp_path):
+def test_log_file_gets_the_lines_too(home, tmp_path, run_here):
     log_file = tmp_path / "daemon.log"
-    run_once(home, env, "--log-file", str(log_file))
+    run_here("--log-file", str(log_file))
     assert "is watching" in log_file.read_text()
