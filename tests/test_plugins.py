@@ -16,7 +16,7 @@ from smarthole.config import parse_config
 from smarthole.errors import PluginError
 from smarthole.home import Home
 from smarthole.plugins import load_plugins
-from tests.helpers import REPO, forget_modules_under, smarthole, write_config
+from tests.helpers import REPO, forget_modules_under, in_process, smarthole, write_config
 
 GOOD = '''
 from smarthole import hookimpl
@@ -193,12 +193,12 @@ def test_plugins_command_lists_plugins_hooks_and_tools(home, capsys):
     assert "git_autocommit" in listing
 
 
-def test_a_broken_plugin_stops_run_with_exit_2(home, env, tmp_path):
+def test_a_broken_plugin_stops_run_with_exit_2(home, environ, tmp_path, capsys):
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "explodes.py").write_text("1 / 0\n")
     write_config(home, plugins={"paths": [str(folder)]})
-    result = smarthole("run", "--home", str(home), "--once", env=env)
+    result = in_process(capsys, "run", "--home", str(home), "--once")
     assert result.returncode == 2
     assert (
         f"plugin file {folder / 'explodes.py'} failed to import: ZeroDivisionError" in result.stderr
