@@ -13,7 +13,7 @@ import pytest
 
 from smarthole.cli import main
 from smarthole.testing import error, text
-from tests.helpers import db, drop, finals, run_once, smarthole, wait_for, write_config
+from tests.helpers import db, drop, finals, in_process, run_once, wait_for, write_config
 from tests.teams.test_tasks import TEAM, start_task
 
 
@@ -232,12 +232,12 @@ def test_ls_marks_the_current_conversation_and_the_replaced_one_as_paused(home, 
     assert conversation_of(home, "m4") == older  # where the daemon put it: the current one
 
 
-def test_resume_shows_the_last_exchange_before_the_prompt(home, fake, env):
+def test_resume_shows_the_last_exchange_before_the_prompt(home, fake, environ, capsys):
     fake.add(text("Milk is on the list."))
     drop(home, "Add milk to the list", "m1")
-    run_once(home, env)
+    run_once(home, environ)
     conversation = conversation_of(home, "m1")
-    done = smarthole("resume", conversation, "--home", str(home), env=env, input="")
+    done = in_process(capsys, "resume", conversation, "--home", str(home), input="")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     start = lines.index("Last exchange:")
