@@ -245,7 +245,7 @@ def test_a_browser_without_the_token_sees_nothing(page, team_home, web):
 
 
 def test_the_daemon_killed_and_the_server_gone_while_a_page_is_open(
-    page, team_home, fake, env, daemons
+    page, team_home, fake, env, daemons, threads
 ):
     """Killed with -9: the daemon (the page says so, and its turn resumes when it is back),
     then the view's own server (the page says disconnected, then catches up: no gap, no
@@ -268,7 +268,7 @@ def test_the_daemon_killed_and_the_server_gone_while_a_page_is_open(
         daemon.kill()
         expect(page.get_by_test_id("daemon-status")).to_have_attribute("data-running", "false")
         expect(page.get_by_test_id("connection-status")).to_have_text("connected")
-        daemons(team_home, env)  # its interrupted turn resumes
+        threads(team_home, env)  # back (in a thread): its interrupted turn resumes
         expect(page.get_by_test_id("daemon-status")).to_have_attribute("data-running", "true")
         expect(agent_messages(page)).to_contain_text(
             ["First answer.", "Second answer, after the crash."]
