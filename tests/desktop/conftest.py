@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from smarthole.app import App
+from smarthole.backoff import Backoff
+from smarthole.builtins.desktop import connection
 from smarthole.home import Home
 
 from .desktop import FakeDesktop, enable_bridge
@@ -20,6 +22,16 @@ def desktop(request: pytest.FixtureRequest) -> Iterator[FakeDesktop]:
     server = FakeDesktop(**getattr(request, "param", {})).start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def quick_reconnect(monkeypatch: pytest.MonkeyPatch) -> Backoff:
+    """Reconnect waits of 50 ms doubling to 400 ms, not 1 s to 30 s: a test that waits for the
+    bridge to come back waits for its behaviour, not its timer (test_bridge checks the real
+    schedule). Works for the bridge in this process: a daemon in a thread, not a subprocess."""
+    quick = Backoff(base=50, cap=400, jitter=0.1, jitter_past_cap=True)
+    monkeypatch.setattr(connection, "RECONNECT_MS", quick)
+    return quick
 
 
 @pytest.fixture

@@ -98,11 +98,13 @@ def test_registration_sends_name_description_version_and_capabilities(home, desk
     assert connected["url"] == desktop.url and connected["name"] == "notes"
 
 
-def test_a_refused_registration_is_logged_and_retried_with_backoff(home, desktop, bridge, caplog):
+def test_a_refused_registration_is_logged_and_retried_with_backoff(
+    home, desktop, bridge, caplog, quick_reconnect
+):
     desktop.refusal = {"code": "DUPLICATE_NAME", "message": "Name already taken"}
     caplog.set_level(logging.ERROR, logger="smarthole.builtins.desktop")
     app = bridge()
-    desktop.wait_registered(2, timeout=10)  # the first retry comes after about a second
+    desktop.wait_registered(2, timeout=10)  # the first retry comes after a wait (50 ms here)
     assert "DUPLICATE_NAME: Name already taken" in caplog.text
     status = BridgeRecords(app.store).status()
     assert status["state"] in ("error", "connecting")

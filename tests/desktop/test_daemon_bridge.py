@@ -95,7 +95,7 @@ def test_a_duplicate_id_is_acked_twice_and_answered_once(home, fake, env, thread
 
 
 def test_replies_made_while_the_desktop_is_away_arrive_after_it_returns(
-    home, fake, env, threads, desktop, capsys
+    home, fake, env, threads, desktop, capsys, quick_reconnect
 ):
     release = threading.Event()
     fake.add(hold(release, text("First answer.")))
