@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import types
 from pathlib import Path
 
 from smarthole.app import App
 from smarthole.home import Home
+from tests.helpers import in_process
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "config.example.toml"
@@ -57,7 +57,7 @@ def python_blocks(document: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", document.read_text(), re.S)
 
 
-def test_the_mcp_server_of_the_docs_works_as_written(tmp_path):
+def test_the_mcp_server_of_the_docs_works_as_written(tmp_path, capsys):
     (server,) = python_blocks(REPO / "docs" / "mcp.md")
     home = Home(tmp_path / "home")
     home.ensure()
@@ -68,24 +68,8 @@ def test_the_mcp_server_of_the_docs_works_as_written(tmp_path):
     assert toml is not None
     # As written, but with this interpreter (which has the SDK) for "python3".
     home.config_file.write_text(toml.group(1).replace('"python3"', json.dumps(sys.executable)))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "smarthole",
-            "mcp",
-            "call",
-            "shout",
-            "shout",
-            "--args",
-            '{"text": "hi"}',
-            "--home",
-            str(home.root),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    args = ("mcp", "call", "shout", "shout", "--args", '{"text": "hi"}', "--home", str(home.root))
+    result = in_process(capsys, *args)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "HI!"
 
