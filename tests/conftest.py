@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from smarthole import plugins as plugins_module
-from smarthole.daemon import Daemon
+from smarthole.app import App
+from smarthole.daemon import Daemon, Runtime
 from smarthole.daemon import signals as signals_module
 from smarthole.home import Home
 from smarthole.plugins import NO_AUTOLOAD_ENV
@@ -112,6 +113,31 @@ def env(fake: FakeMessagesAPI) -> dict[str, str]:
         }
     )
     return environment
+
+
+@pytest.fixture
+def runtimes(env: dict[str, str]) -> Iterator[Callable[[Path], Runtime]]:
+    """``runtimes(home)``: what processes messages (processor, teams runner, inbox, outbox,
+    ledger...) built in this process from the home's ``App``, as the daemon builds it, with
+    the real SDK against the fake API and no daemon around it; closed at the end."""
+    built: list[tuple[App, Runtime]] = []
+
+    def build(home: Path) -> Runtime:
+        app = App.load(Home(home))
+        runtime = Runtime.build(app, env=env)
+        built.append((app, runtime))
+        return runtime
+
+    yield build
+    for app, runtime in reversed(built):
+        runtime.close()
+        app.close()
+
+
+@pytest.fixture
+def runtime(home: Path, runtimes: Callable[[Path], Runtime]) -> Runtime:
+    """The :func:`runtimes` of ``home``."""
+    return runtimes(home)
 
 
 @pytest.fixture

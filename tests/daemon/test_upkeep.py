@@ -7,10 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from smarthole.app import App
-from smarthole.daemon.runtime import Runtime
 from smarthole.daemon.upkeep import Quiet, housekeeping
-from smarthole.home import Home
 from smarthole.testing import text
 from tests.helpers import db, drop, run_once, wait_for, write_config
 
@@ -31,18 +28,15 @@ def test_a_quiet_spell_is_due_once_it_has_lasted():
 
 
 @pytest.fixture
-def runtime(home, fake, env):
+def runtime(home, fake, env, runtimes):
     """A home with one answered message, and a runtime on it that keeps its history."""
     fake.add(text("Hello"))
     drop(home, "hi", "m1")
     run_once(home, env)
-    app = App.load(Home(home))
-    runtime = Runtime.build(app, env=env)
+    runtime = runtimes(home)
     (conversation,) = db(home).execute("SELECT id FROM conversations")
     runtime.processor.history.window(conversation["id"], current_turn=2, budget_chars=10_000)
-    yield runtime
-    runtime.close()
-    app.close()
+    return runtime
 
 
 def clock_at(moments: list[datetime]):

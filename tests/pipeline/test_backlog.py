@@ -10,24 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from smarthole.app import App
-from smarthole.daemon.runtime import Runtime
-from smarthole.home import Home
 from smarthole.pipeline.inbox import CLAIM_BATCH_FILES
 from smarthole.pipeline.watch import Watcher
 from smarthole.testing import echo
 from tests.helpers import db, drop, finals, run_once
-
-
-@pytest.fixture
-def runtime(home: Path, env: dict[str, str]) -> Iterator[Runtime]:
-    app = App.load(Home(home))
-    built = Runtime.build(app, env=env)
-    try:
-        yield built
-    finally:
-        built.close()
-        app.close()
 
 
 def inbox_names(home: Path) -> list[str]:
