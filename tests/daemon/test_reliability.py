@@ -213,6 +213,9 @@ def test_sigterm_during_a_model_call_exits_0_and_the_turn_resumes(home, fake, en
     drop(home, "hello", "m1")
     fake.wait_for_requests(1, timeout=10)
     daemon.process.send_signal(signal.SIGTERM)
+    # The reply comes only once the daemon has taken the signal: a busy machine must not let
+    # the turn finish before the stop is even seen (then there is nothing to resume).
+    wait_for(lambda: "smarthole is stopping" in daemon.output(), 10, "the stop")
     release.set()
     assert daemon.process.wait(timeout=20) == 0
     turn = db(home).execute("SELECT status FROM turns").fetchone()
