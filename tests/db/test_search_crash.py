@@ -14,7 +14,7 @@ def stored(home) -> int:
     return db(home).execute("SELECT count(*) FROM message_rows").fetchone()[0]
 
 
-def test_the_index_stays_consistent_after_kill_9_mid_store(home, fake, env, daemons):
+def test_the_index_stays_consistent_after_kill_9_mid_store(home, fake, env, daemons, threads):
     # Replies take a while, so the kill lands with turns in flight on three channels.
     fake.default = lambda request: delay(0.2, text(f"noted: {request.last_user_text}"))
     database = home / ".smarthole" / "smarthole.db"
@@ -25,7 +25,7 @@ def test_the_index_stays_consistent_after_kill_9_mid_store(home, fake, env, daem
     daemon.kill()  # SIGKILL, whatever it was writing
     assert 15 <= stored(home) < 60
     assert index_problems(database) == []
-    daemons(home, env)  # the last one finishes the work
+    threads(home, env)  # the last one (in a thread) finishes the work
     wait_for(lambda: stored(home) >= 60, 60, "every message and its reply")
     assert index_problems(database) == []
     store = Store.open(database, clock=utc_now)
