@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -110,6 +112,15 @@ def run_once(home: Path, env: dict[str, str], **kwargs: Any) -> Daemon:
     return daemon
 
 
+def says_ready(home: Path) -> bool:
+    """Whether the daemon.json of ``home`` says a daemon of this process is ready."""
+    try:
+        state = json.loads((home / ".smarthole" / "daemon.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return state.get("ready") is True and state.get("pid") == os.getpid()
+
+
 class DaemonThread:
     """A daemon running in a thread of this process: no process start, no signals (SIGTERM's
     part is :meth:`stop`), the same start-up, loop, workers and shutdown as ``smarthole run``.
@@ -134,6 +145,9 @@ class DaemonThread:
         if self.errors:
             raise self.errors[0]
         assert self.daemon.started, "the daemon stopped during start-up"
+        # Then what `smarthole status` and friends read: daemon.json says ready (written just
+        # after the ready event, as "is watching" is logged, which DaemonProcess waits for).
+        wait_for(lambda: says_ready(self.home), timeout, "daemon.json to say ready")
         return self
 
     def hangup(self) -> None:
