@@ -154,6 +154,10 @@ class DaemonThread:
         """What SIGHUP does: the daemon's signal watcher hands it the signal, it reloads."""
         self.daemon._on_signal(signal.Signals.SIGHUP)
 
+    def close(self) -> None:
+        """As :meth:`DaemonProcess.close`: stopped, as a service manager stops it."""
+        self.stop()
+
     def stop(self, timeout: float = 30) -> int | None:
         """Stop as SIGTERM would (finish or interrupt the turns), and return the exit status."""
         self.daemon.request_stop()

@@ -43,7 +43,7 @@ def status_of(home, message_id):
 
 
 def test_kill_while_waiting_then_an_answer_dropped_while_down_is_applied_at_start(
-    home, fake, env, daemons
+    home, fake, env, daemons, threads
 ):
     configure(home)
     fake.add(tool_use("record", {"value": "once"}))
@@ -54,7 +54,7 @@ def test_kill_while_waiting_then_an_answer_dropped_while_down_is_applied_at_star
     assert tool_runs(home) == []
     drop(home, "", "a1", approve=item["approval"])  # while no daemon runs
     fake.add(text("Recorded."))
-    daemons(home, env)
+    threads(home, env)
     assert_one_final_each(home, "m1")
     assert tool_runs(home) == ["record once"]
     assert len(approval_items(home)) == 1  # not asked again
@@ -62,14 +62,16 @@ def test_kill_while_waiting_then_an_answer_dropped_while_down_is_applied_at_star
     assert_valid_history(home)
 
 
-def test_kill_while_waiting_then_the_restarted_daemon_still_waits(home, fake, env, daemons):
+def test_kill_while_waiting_then_the_restarted_daemon_still_waits(
+    home, fake, env, daemons, threads
+):
     configure(home)
     fake.add(tool_use("record", {"value": "once"}))
     first = daemons(home, env)
     drop(home, "record once", "m1")
     item = nth_approval(home)
     first.kill()
-    second = daemons(home, env)
+    second = threads(home, env)
     row = wait_for(
         lambda: (
             db(home)
@@ -89,7 +91,7 @@ def test_kill_while_waiting_then_the_restarted_daemon_still_waits(home, fake, en
 
 
 def test_kill_after_the_decision_is_stored_and_before_the_run_runs_it_once(
-    home, fake, env, daemons
+    home, fake, env, daemons, threads
 ):
     configure(home, plugins=["testtools", "blocking_resume"])
     fake.add(tool_use("record", {"value": "once"}))
@@ -105,13 +107,15 @@ def test_kill_after_the_decision_is_stored_and_before_the_run_runs_it_once(
     first.kill()
     (home / "block-resume").unlink()
     fake.add(text("Recorded."))
-    daemons(home, env)
+    threads(home, env)
     assert_one_final_each(home, "m1")
     assert tool_runs(home) == ["record once"]
     assert_valid_history(home)
 
 
-def test_a_decision_stored_while_no_daemon_runs_is_acted_on_at_start(home, fake, env, daemons):
+def test_a_decision_stored_while_no_daemon_runs_is_acted_on_at_start(
+    home, fake, env, daemons, threads
+):
     configure(home)
     fake.add(tool_use("record", {"value": "once"}))
     first = daemons(home, env)
@@ -130,14 +134,16 @@ def test_a_decision_stored_while_no_daemon_runs_is_acted_on_at_start(home, fake,
         app.close()
     assert tool_runs(home) == []
     fake.add(text("Recorded."))
-    daemons(home, env)
+    threads(home, env)
     assert_one_final_each(home, "m1")
     assert tool_runs(home) == ["record once"]
     assert_valid_history(home)
 
 
 @pytest.mark.parametrize("ask_on_unknown", [False, True])
-def test_kill_during_an_approved_run_never_runs_it_twice(home, fake, env, daemons, ask_on_unknown):
+def test_kill_during_an_approved_run_never_runs_it_twice(
+    home, fake, env, daemons, threads, ask_on_unknown
+):
     configure(home, tool="slow_record", ask_on_unknown=ask_on_unknown)
     fake.add(tool_use("slow_record", {"tag": "x"}))
     first = daemons(home, env)
@@ -149,14 +155,14 @@ def test_kill_during_an_approved_run_never_runs_it_twice(home, fake, env, daemon
     (home / "started-x").unlink()
     if not ask_on_unknown:
         fake.add(text("I could not tell whether that worked."))
-        daemons(home, env)
+        threads(home, env)
         assert_one_final_each(home, "m1")
         (result,) = fake.requests[-1].tool_results
         assert result["is_error"] and result["content"] == IN_DOUBT
         assert not (home / "started-x").exists(), "the in-doubt tool was run again"
         assert tool_runs(home) == []
         return
-    daemons(home, env)
+    threads(home, env)
     question = nth_approval(home, 2)
     assert question["question"] == "outcome_unknown" and question["tool"] == "slow_record"
     assert question["approval"] != item["approval"]
