@@ -94,6 +94,12 @@ def finals(home: Path) -> list[OutboxFile]:
     return [f for f in read_outbox(home) if f["kind"] in ("response", "error")]
 
 
+def tool_runs(home: Path) -> list[str]:
+    """What the test plugins' recording tools really ran (one line per run), in order."""
+    log = home / "tool-runs.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
 def forget_modules_under(folder: Path) -> None:
     """Drop modules imported from ``folder``, so the next test imports its own."""
     for name, module in list(sys.modules.items()):

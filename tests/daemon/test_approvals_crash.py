@@ -14,8 +14,8 @@ from smarthole.daemon.runtime import Runtime
 from smarthole.db.states import ApprovalState
 from smarthole.home import Home
 from smarthole.testing import text, tool_use
-from tests.daemon.test_reliability import assert_one_final_each, assert_valid_history, tool_runs
-from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, wait_for, write_config
+from tests.daemon.test_reliability import assert_one_final_each, assert_valid_history
+from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, tool_runs, wait_for, write_config
 
 
 def approval_items(home):

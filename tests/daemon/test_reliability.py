@@ -31,14 +31,10 @@ from tests.helpers import (
     finals,
     read_outbox,
     run_once,
+    tool_runs,
     wait_for,
     write_config,
 )
-
-
-def tool_runs(home: Path) -> list[str]:
-    log = home / "tool-runs.log"
-    return log.read_text().splitlines() if log.exists() else []
 
 
 def assert_valid_history(home: Path) -> None:

@@ -20,14 +20,10 @@ from tests.helpers import (
     finals,
     read_outbox,
     run_once,
+    tool_runs,
     wait_for,
     write_config,
 )
-
-
-def tool_runs(home: Path) -> list[str]:
-    log = home / "tool-runs.log"
-    return log.read_text().splitlines() if log.exists() else []
 
 
 def approval_items(home: Path) -> list:

@@ -14,8 +14,17 @@ from smarthole.errors import InternalError
 from smarthole.home import Home
 from smarthole.teams import HumanTurn, TaskRequest
 from smarthole.testing import hold, text, tool_use
-from tests.daemon.test_reliability import assert_one_final_each, tool_runs
-from tests.helpers import TEST_PLUGINS, db, drop, finals, run_once, wait_for, write_config
+from tests.daemon.test_reliability import assert_one_final_each
+from tests.helpers import (
+    TEST_PLUGINS,
+    db,
+    drop,
+    finals,
+    run_once,
+    tool_runs,
+    wait_for,
+    write_config,
+)
 from tests.teams.test_tasks import TEAM, start_task
 
 

@@ -8,13 +8,17 @@ import json
 import pytest
 
 from smarthole.testing import text, tool_use
-from tests.helpers import TEST_PLUGINS, db, drop, finals, read_outbox, wait_for, write_config
+from tests.helpers import (
+    TEST_PLUGINS,
+    db,
+    drop,
+    finals,
+    read_outbox,
+    tool_runs,
+    wait_for,
+    write_config,
+)
 from tests.teams.test_tasks import start_task
-
-
-def tool_runs(home) -> list[str]:
-    log = home / "tool-runs.log"
-    return log.read_text().splitlines() if log.exists() else []
 
 
 @pytest.fixture

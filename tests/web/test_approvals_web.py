@@ -10,15 +10,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from smarthole.testing import text, tool_use
-from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, wait_for, write_config
+from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, tool_runs, wait_for, write_config
 
 from .conftest import TEAM
 from .test_browser import agent_messages, open_view
-
-
-def tool_runs(home: Path) -> list[str]:
-    log = home / "tool-runs.log"
-    return log.read_text().splitlines() if log.exists() else []
 
 
 def waiting_item(home: Path):
