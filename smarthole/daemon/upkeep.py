@@ -2,8 +2,8 @@
 
 Recovery makes the store and the folders agree again after whatever stopped the last run.
 Housekeeping expires old questions, ends idle conversations, writes due titles and
-summaries and removes attachment blobs no message names; it runs on its own thread so it never
-delays claiming or dispatching.
+summaries, removes attachment blobs no message names and old schedule fires; it runs on its
+own thread so it never delays claiming or dispatching.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 logger = logging.getLogger(__name__)
+
+# A schedule's fires are kept this long (and its latest one, and any whose message is not
+# finished, for ever): a schedule `every = "1s"` takes 86,400 a day.
+SCHEDULE_FIRES_KEPT = timedelta(days=7)
+PRUNE_BATCH = 5000  # fires deleted per commit
+PRUNE_EVERY = timedelta(hours=1)  # a pass reads the whole table: a week of fires
 
 
 def recover(runtime: Runtime, clock: Clock) -> None:
@@ -56,10 +62,13 @@ def recover(runtime: Runtime, clock: Clock) -> None:
         )
 
 
-def housekeeping(runtime: Runtime, clock: Clock, quiet: Quiet | None = None) -> None:
-    """Expire old questions, end idle conversations, write due titles and summaries, let go
-    of what is kept for a busy time once ``quiet`` says so, and give the memory malloc holds
-    free back to the system."""
+def housekeeping(
+    runtime: Runtime, clock: Clock, quiet: Quiet | None = None, pruning: Every | None = None
+) -> None:
+    """Expire old questions, end idle conversations, write due titles and summaries, remove
+    old schedule fires (when ``pruning`` says it is time; without it, at once), let go of what
+    is kept for a busy time once ``quiet`` says so, and give the memory malloc holds free back
+    to the system."""
     store = runtime.app.store
     config = runtime.app.config.conversation  # read each pass: a reload applies at once
     runtime.pending.expire(clock(), config.pending_state_timeout_minutes)
@@ -73,6 +82,8 @@ def housekeeping(runtime: Runtime, clock: Clock, quiet: Quiet | None = None) -> 
             runtime.conversations.end(conversation, "idle_timeout")
     runtime.titler.sweep()
     remove_unreferenced_blobs(runtime)
+    if pruning is None or pruning.due(clock()):
+        prune_schedule_fires(runtime, clock() - SCHEDULE_FIRES_KEPT)
     after = timedelta(seconds=runtime.app.config.daemon.idle_release_seconds)
     if quiet is not None and quiet.due(busy=bool(busy), now=clock(), after=after):
         let_go(runtime, after)
@@ -86,6 +97,35 @@ def remove_unreferenced_blobs(runtime: Runtime) -> int:
     if not (blobs.root / "sha256").is_dir():
         return 0
     return blobs.remove_unreferenced(referenced_blobs(runtime.store))
+
+
+def prune_schedule_fires(runtime: Runtime, before: datetime) -> int:
+    """Delete the schedule fires taken before ``before`` that nothing needs (see
+    :meth:`Schedules.prune_fires`), a batch per commit so the main loop is never kept from the
+    store for long; returns how many."""
+    removed = 0
+    while True:
+        batch = runtime.schedules.prune_fires(before, limit=PRUNE_BATCH)
+        removed += batch
+        if batch < PRUNE_BATCH:
+            break
+    if removed:
+        logger.info("removed %d schedule fire(s) from before %s", removed, before.isoformat())
+    return removed
+
+
+class Every:
+    """Whether a chore done every ``period`` is due (at the first look, then each period)."""
+
+    def __init__(self, period: timedelta) -> None:
+        self.period = period
+        self.next: datetime | None = None
+
+    def due(self, now: datetime) -> bool:
+        if self.next is not None and now < self.next:
+            return False
+        self.next = now + self.period
+        return True
 
 
 class Quiet:
@@ -127,10 +167,10 @@ def let_go(runtime: Runtime, quiet_for: timedelta) -> None:
 def housekeeper(runtime: Runtime, clock: Clock, stop: threading.Event) -> None:
     """The housekeeping thread's body: a pass every rescan interval until ``stop``."""
     interval = max(runtime.app.config.inbox.rescan_seconds, 1.0)
-    quiet = Quiet()
+    quiet, pruning = Quiet(), Every(PRUNE_EVERY)
     while not stop.wait(timeout=interval):
         try:
-            housekeeping(runtime, clock, quiet)
+            housekeeping(runtime, clock, quiet, pruning)
         except Exception:
             logger.exception("housekeeping failed; trying again in %.0fs", interval)
 

@@ -27,7 +27,7 @@ from .schedule_records import (
     fire_message_id,
     parse_optional_time,
 )
-from .states import FireState, ScheduleState
+from .states import FireState, MessageStatus, ScheduleState, sql_values
 from .store import Store
 
 __all__ = ["Fire", "Schedule", "ScheduleSpec", "Schedules", "fire_message_id"]
@@ -310,6 +310,33 @@ class Schedules:
                 ),
             )
         return taken
+
+    def prune_fires(self, before: datetime, *, limit: int = 5000) -> int:
+        """Delete up to ``limit`` fires taken before ``before`` that nothing needs any more;
+        returns how many. Kept whatever their age: a fire not yet sent, one whose message is
+        not finished in the ledger (queued, running, deferred, put back), each schedule's
+        latest sent fire (``last_fires`` shows it; a "same" schedule finds its conversation
+        through it), and any slot the schedule is not yet past (``last_slot_at``: the slots it
+        will take are all after it, so the fire's key is its only guard there). The fires of a
+        removed schedule go once old."""
+        finished = sql_values(MessageStatus.DONE, MessageStatus.DEAD)
+        sent = FireState.SENT.sql
+        return self.store.write(
+            # Each schedule's latest sent fire, found once per statement: none to look for when
+            # it has a sent fire whose slot (so its fire too) is not older than ``before``.
+            "DELETE FROM schedule_fires WHERE rowid IN (WITH kept AS MATERIALIZED ("
+            "SELECT s.id, s.last_slot_at, CASE WHEN EXISTS (SELECT 1 FROM schedule_fires AS g "
+            f"WHERE g.schedule_id = s.id AND g.slot_at >= :before AND g.state = {sent}) "
+            "THEN NULL ELSE (SELECT g.rowid FROM schedule_fires AS g WHERE g.schedule_id = s.id "
+            f"AND g.state = {sent} ORDER BY g.fired_at DESC, g.slot_at DESC LIMIT 1) END "
+            "AS latest FROM schedules AS s) "
+            "SELECT f.rowid FROM schedule_fires AS f LEFT JOIN kept AS k ON k.id = f.schedule_id "
+            f"WHERE f.fired_at < :before AND f.state = {sent} "
+            "AND NOT EXISTS (SELECT 1 FROM inbox AS i WHERE i.message_id = f.message_id "
+            f"AND i.status NOT IN ({finished})) AND (k.id IS NULL OR "
+            "(f.slot_at <= k.last_slot_at AND f.rowid IS NOT k.latest)) LIMIT :limit)",
+            {"before": iso(before), "limit": limit},
+        )
 
     def mark_sent(self, message_id: str, *, db: sqlite3.Connection) -> None:
         db.execute(
