@@ -30,15 +30,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WAKE_FILE = ".smarthole-wake"
-
 
 def wake_daemon(home: Home) -> None:
-    """Nudge a running daemon to look at its queue now (any inbox event wakes it)."""
-    path = home.inbox / WAKE_FILE
-    with contextlib.suppress(OSError):
-        path.touch()
-        path.unlink()
+    """Nudge a running daemon to look at its queue now (see ``pipeline.watch.wake_daemon``)."""
+    from ..pipeline.watch import wake_daemon as wake
+
+    wake(home.inbox)
 
 
 def status_report(root: Runtime) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """``smarthole schedules`` and ``schedule add|rm|pause|resume|run``: the work behind them.
 
-They write the store; a running daemon sees a change at its next look (within seconds), and a
-``schedule run`` fire is sent by it then (or at its next start). Everything shown is made safe
-for the terminal: a tool's schedule carries text the model wrote.
+They write the store and wake a running daemon (``pipeline.watch.wake_daemon``): it looks at
+the schedules at once and sends a ``schedule run`` fire then (or at its next start). Everything
+shown is made safe for the terminal: a tool's schedule carries text the model wrote.
 """
 
 from __future__ import annotations

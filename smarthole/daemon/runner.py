@@ -77,6 +77,7 @@ class Daemon:
         self.stop_event = threading.Event()
         self.wake_event = threading.Event()  # the loop has something to do
         self._look = threading.Event()  # ... and it is a look at the inbox
+        self._nudged = threading.Event()  # ... and at the schedules: another process wrote
         self.ready = threading.Event()
         self._busy: set[str] = set()
         self._busy_lock = threading.Lock()
@@ -99,6 +100,11 @@ class Daemon:
         """Something may have come into the inbox: claim, then dispatch."""
         self._look.set()
         self.wake_event.set()
+
+    def nudge(self) -> None:
+        """Another process changed a schedule (``schedule run``, a web button): look now."""
+        self._nudged.set()
+        self.wake()
 
     def _on_signal(self, received: Signals) -> None:
         """Called by the signal watcher thread (not in signal context): say what happens next."""
@@ -173,7 +179,7 @@ class Daemon:
             self.notifier.pet()  # recovery may take a while; the loop pets from then on
             recover(runtime, self.clock)
             mcp.start()  # after recovery: their tools are there when interrupted turns resume
-            watcher = runtime.inbox.watch(self.wake)
+            watcher = runtime.inbox.watch(self.wake, self.nudge)
             watcher.start()
             if self.handle_signals:  # it owns the process, not embedded in a test or a chat
                 fix_malloc_thresholds(self.env)
@@ -238,6 +244,9 @@ class Daemon:
             self.wake_event.clear()
             woken = self._look.is_set()  # after the clear: a later wake sets both again
             self._look.clear()
+            if self._nudged.is_set():
+                self._nudged.clear()
+                runtime.scheduler.poke()
             now = time.monotonic()
             due = None
             pet = self.notifier.pet(now)  # from this loop: a stuck loop stops petting

@@ -1,8 +1,9 @@
 """The scheduler: each schedule's due slots become messages in the ledger, each exactly once.
 
 The main loop calls :meth:`Scheduler.tick` before every dispatch; most ticks compare two times.
-A look (when a slot is due, the config changed, or at least every ``LOOK_EVERY``, so a clock
-jump, a suspend or another process's change is seen) runs in two commits per schedule:
+A look (when a slot is due, the config changed, another process woke the daemon after changing
+a schedule, or at least every ``LOOK_EVERY``, so a clock jump or a suspend is seen) runs in two
+commits per schedule:
 
 1. the due slots are *taken*: one ``schedule_fires`` row each, keyed by (schedule, slot), and
    the schedule moved past them (``missed`` decides what a run of late slots fires, and a

@@ -241,7 +241,7 @@ class Schedules:
 
     def take_now(self, schedule: Schedule, now: datetime) -> Fire:
         """A fire of ``schedule`` now, once, outside its timing (``smarthole schedule run``);
-        the daemon sends it at its next look."""
+        the daemon sends it at its next look (at once when woken)."""
         with self.store.transaction() as db:
             (fire,) = self.take_slots(
                 schedule, [(now, 0, "manual")], last_slot=None, next_at=None, now=now, db=db

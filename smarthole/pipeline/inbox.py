@@ -381,8 +381,8 @@ class Inbox:
 
     # -- watching ---------------------------------------------------------------------------
 
-    def watch(self, wake: Callable[[], None]) -> Watcher:
-        return Watcher(self.home.inbox, wake)
+    def watch(self, wake: Callable[[], None], nudged: Callable[[], None] | None = None) -> Watcher:
+        return Watcher(self.home.inbox, wake, nudged)
 
 
 def _remove(path: Path) -> None:

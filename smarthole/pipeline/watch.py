@@ -11,6 +11,7 @@ A folder is a folder message (``incoming``): ready once no file in it is open fo
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import stat
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from ..config import InboxSettings
 
 IGNORED_SUFFIXES = (".tmp", ".part")
+# Another process changed the store (`smarthole retry`, `schedule run`, the web view's buttons):
+# it touches and removes this file, and the running daemon's watcher wakes its loop at once.
+WAKE_FILE = ".smarthole-wake"
 FOLDER_FILES_LOOKED_AT = 256  # a folder message holds a text file and at most a few dozen
 
 
@@ -159,10 +163,22 @@ class InboxFolder:
         return True
 
 
-class Watcher:
-    """Wakes the daemon on any change in the inbox folder (watchdog)."""
+def wake_daemon(inbox: Path) -> None:
+    """Nudge a daemon running on this inbox to look at its queue and schedules now (its
+    watcher sees :data:`WAKE_FILE` come and go); nothing happens when none runs."""
+    path = inbox / WAKE_FILE
+    with contextlib.suppress(OSError):
+        path.touch()
+        path.unlink()
 
-    def __init__(self, folder: Path, wake: Callable[[], None]) -> None:
+
+class Watcher:
+    """Wakes the daemon on any change in the inbox folder (watchdog); ``nudged`` too when the
+    change is :data:`WAKE_FILE` (another process changed the store)."""
+
+    def __init__(
+        self, folder: Path, wake: Callable[[], None], nudged: Callable[[], None] | None = None
+    ) -> None:
         from watchdog import events
         from watchdog.observers import Observer
 
@@ -170,6 +186,9 @@ class Watcher:
 
         class Handler(events.FileSystemEventHandler):
             def on_any_event(self, event: events.FileSystemEvent) -> None:
+                name = os.path.basename(os.fsdecode(event.src_path))
+                if nudged is not None and name == WAKE_FILE:
+                    nudged()
                 wake()
 
         # Every change, but not opens and closes without a write: they never bring work,

@@ -141,6 +141,9 @@ class Api:
             message = act(self.reader.schedules, key, action)
         except Refused as exc:
             return _error(exc.status, exc.reason)
+        from ..pipeline.watch import wake_daemon
+
+        wake_daemon(self.home.inbox)  # the running daemon looks at once (a run is sent now)
         return JSONResponse({"schedule": key, "action": action, "message": message})
 
     # -- messages ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The Schedules page's reads and actions: the list, and pause, resume and run now.
 
-An action writes the store as ``smarthole schedule pause|resume|run`` does; the daemon sees it
-at its next look (within seconds) and sends a run's message then.
+An action writes the store as ``smarthole schedule pause|resume|run`` does, and wakes a running
+daemon the same way (``pipeline.watch.wake_daemon``): it looks at once and sends a run's message.
 """
 
 from __future__ import annotations

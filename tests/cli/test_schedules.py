@@ -95,6 +95,24 @@ def test_run_fires_now_and_the_daemon_sends_it(home, fake, live_daemon, capsys):
     assert row["last_run"]["reason"] == "manual"
 
 
+def sent_runs(home) -> int:
+    rows = db(home).execute(
+        "SELECT COUNT(*) FROM schedule_fires WHERE reason = 'manual' AND state = 'sent'"
+    )
+    return rows.fetchone()[0]
+
+
+def test_run_wakes_the_running_daemon_at_once(home, fake, live_daemon):
+    fake.add(text("First."))
+    fake.add(text("Second."))
+    cli(home, "schedule", "add", "later", "--every", "7d", "Do it.")
+    assert cli(home, "schedule", "run", "later") == 0
+    wait_for(lambda: sent_runs(home) == 1, 20, "the first run to be sent")
+    # The daemon has just looked at its schedules; left alone, its next look is 5 s away.
+    assert cli(home, "schedule", "run", "later") == 0
+    wait_for(lambda: sent_runs(home) == 2, 1.5, "the second run, sent as the daemon is woken")
+
+
 def test_a_config_schedule_is_removed_in_the_file(home, capsys):
     write_schedules(home, {"name": "filed", "every": "1h", "text": "x"})
     from smarthole.app import App

@@ -81,3 +81,14 @@ def test_the_api_lists_and_acts(client, bearer, team_home):
     assert client.post(f"/api/schedules/{schedule_id}/resume", headers=origin).status_code == 200
     again = client.post(f"/api/schedules/{schedule_id}/resume", headers=origin)
     assert again.status_code == 409
+
+
+def test_an_action_wakes_the_running_daemon(client, bearer, team_home, monkeypatch):
+    woken: list[Path] = []
+    monkeypatch.setattr("smarthole.pipeline.watch.wake_daemon", woken.append)
+    schedule_id = add(team_home)
+    origin = {**bearer, "origin": str(client.base_url)}
+    assert client.post(f"/api/schedules/{schedule_id}/run", headers=origin).status_code == 200
+    assert woken == [team_home / "inbox"], "its watcher sees the wake file: it looks at once"
+    assert client.post("/api/schedules/nothing/run", headers=origin).status_code == 404
+    assert len(woken) == 1, "a refused action changed nothing"

@@ -42,6 +42,7 @@ def schedules(args: argparse.Namespace) -> int:
 @option("--channel", default="default", metavar="CHANNEL", help="default: default")
 @option("text", metavar="TEXT", help="the message it sends")
 def add(args: argparse.Namespace) -> int:
+    from ...pipeline.watch import wake_daemon
     from ..schedules import add_schedule
 
     given = [(k, getattr(args, k)) for k in ("cron", "every", "at") if getattr(args, k)]
@@ -59,15 +60,19 @@ def add(args: argparse.Namespace) -> int:
             channel=args.channel,
             now=now(),
         )
+        wake_daemon(root.home.inbox)  # a running daemon takes it into account now
         print(f"added schedule {added.label} ({added.id})")
     return ExitCode.OK
 
 
 def _change(args: argparse.Namespace, action: str) -> int:
+    from ...pipeline.watch import wake_daemon
     from ..schedules import change_schedule
 
     with rooted(args) as root:
-        print(change_schedule(root.schedules, args.id, action, now()))
+        done = change_schedule(root.schedules, args.id, action, now())
+        wake_daemon(root.home.inbox)  # a running daemon sends a run now, not at its next look
+        print(done)
     return ExitCode.OK
 
 
@@ -89,7 +94,7 @@ def resume(args: argparse.Namespace) -> int:
     return _change(args, "resume")
 
 
-@command("run", "fire a schedule now, once (the daemon sends it within seconds)")
+@command("run", "fire a schedule now, once (a running daemon sends it at once)")
 @option("id", metavar="ID", help=ID_HELP)
 def run(args: argparse.Namespace) -> int:
     return _change(args, "run")
