@@ -16,12 +16,8 @@ from smarthole.daemon.upkeep import (
     housekeeping,
     prune_schedule_fires,
 )
-from tests.daemon import test_scheduler
 from tests.daemon.test_scheduler import every, messages, slots_fired
 from tests.helpers import db
-
-clock = test_scheduler.clock  # the scheduler tests' fixtures: a clock the test turns
-runtime_for = test_scheduler.runtime_for
 
 
 def finish_all(runtime, status: str = "done") -> None:

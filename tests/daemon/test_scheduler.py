@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,49 +15,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from smarthole.app import App
 from smarthole.config import load_config
-from smarthole.daemon.runtime import Runtime
 from smarthole.db.schedules import Schedules, ScheduleSpec
 from smarthole.db.states import ScheduleState
 from smarthole.home import Home
-from tests.helpers import db, write_schedules
+from tests.daemon.conftest import SCHEDULER_T0
+from tests.helpers import db
 
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-class TurnedClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
-
-
-@pytest.fixture
-def clock() -> TurnedClock:
-    return TurnedClock(T0)
-
-
-@pytest.fixture
-def runtime_for(home: Path, env: dict[str, str], clock: TurnedClock) -> Iterator[Any]:
-    built: list[Runtime] = []
-
-    def build(*schedules: dict[str, Any], **sections: Any) -> Runtime:
-        write_schedules(home, *schedules, **sections)
-        app = App.load(Home(home), env=env, clock=clock)
-        runtime = Runtime.build(app, env=env)
-        built.append(runtime)
-        return runtime
-
-    yield build
-    for runtime in built:
-        runtime.close()
-        runtime.app.close()
+T0 = SCHEDULER_T0
 
 
 def messages(home: Path) -> list[dict[str, Any]]:
