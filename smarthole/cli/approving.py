@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..db.approvals import Approval
@@ -13,6 +14,39 @@ from .output import one_line, print_json, short
 if TYPE_CHECKING:
     from ..db.approvals import Approvals
     from ..home import Home
+
+CHAT_HINT = (
+    "(answer with /approve, /approve always, or /deny [reason]; "
+    "anything else is sent as your answer instead)"
+)
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """An answer typed at the chat prompt: ``/approve [always]`` or ``/deny [reason]``."""
+
+    decision: str  # "approve" or "deny", as :func:`answer` takes it
+    always: bool = False
+    reason: str = ""
+
+    def done(self, approval_id: str, tool: str) -> str:
+        """The one line the chat prints once the answer is sent."""
+        verb = "approved" if self.decision == "approve" else "denied"
+        rest = " for the rest of this conversation" if self.always else ""
+        return f"{verb} {one_line(approval_id)} ({one_line(tool)}){rest}"
+
+
+def chat_answer(text: str) -> ChatAnswer | None:
+    """The answer ``text`` (a stripped line typed in a chat) gives; None for anything else."""
+    word, _, rest = text.partition(" ")
+    rest = rest.strip()
+    if word == "/approve":
+        if rest not in ("", "always"):
+            raise UsageError("say /approve or /approve always (nothing was sent)")
+        return ChatAnswer("approve", always=rest == "always")
+    if word == "/deny":
+        return ChatAnswer("deny", reason=rest)
+    return None
 
 
 def print_waiting(approvals: Approvals, *, as_json: bool) -> None:

@@ -30,7 +30,8 @@ from .output import VisibleOutput
 
 if TYPE_CHECKING:
     from ..daemon.runtime import Runtime
-    from .mailbox import ChatSession, InProcessDaemon
+    from .mailbox import InProcessDaemon
+    from .session import ChatSession
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def talk(
 
     ``local_daemon`` is the daemon :func:`chat_daemon` runs in this process, if it runs one.
     """
-    from .mailbox import ChatSession
+    from .session import ChatSession
 
     interactive = sys.stdin.isatty()
     if interactive:
@@ -178,7 +179,7 @@ def _mark_untitled(session: ChatSession) -> None:
 def _tool_lines(raw: TextIO) -> Callable[[str], None] | None:
     """Dim lines for the tools the agent calls, when the output is a terminal that takes
     colour; None for the session's plain lines."""
-    from .mailbox import tool_line
+    from .session import tool_line
 
     if not raw.isatty() or os.environ.get("NO_COLOR"):
         return None

@@ -4,31 +4,29 @@ Every message goes through the inbox like any other, and replies are read from t
 outbox record, so a terminal conversation is processed exactly like a dropped file. While a
 reply is awaited, the events of its message say what happens meanwhile: the tools the agent
 calls, and each failed attempt the daemon will retry. If no daemon is running, ``chat`` runs
-one in-process for the session's length.
+one in-process for the session's length (``cli.session`` is the chat's side).
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from ..db.outbox import OutboxItem
 from ..errors import DaemonError, MessageError
-from ..formats import parse_time, utc_now
+from ..formats import parse_time
 from ..home import Home
 from ..pipeline.inbox import drop_message
-from .output import body, one_line, short
+from .output import short
 
 if TYPE_CHECKING:
-    from ..daemon.runtime import Runtime
     from ..db.events import EventLog
     from ..db.outbox import OutboxRecord
 
@@ -131,15 +129,25 @@ class Mailbox:
             drop_message(self.home.inbox, text, message_id=message_id, **fields)
         return message_id
 
+    def follow_from_now(self, message_id: str) -> None:
+        """Follow ``message_id`` from here on: its earlier events are not yielded again."""
+        self._sent_after[message_id] = self._events.latest_id()
+
     def follow(
-        self, message_id: str, *, timeout: float, stop: threading.Event | None = None
+        self,
+        message_id: str,
+        *,
+        timeout: float,
+        stop: threading.Event | None = None,
+        seen: set[str] | None = None,
     ) -> Iterator[Progress]:
         """Yield what happens to ``message_id``: each reply as it is written (ending with the
-        final one), each tool the agent calls, and each failed attempt to be retried.
+        final one) unless its id is in ``seen`` (each yielded id is added), each tool the agent
+        calls, and each failed attempt to be retried.
 
         Stops early (without a final reply) at ``timeout`` or when ``stop`` is set.
         """
-        seen: set[str] = set()
+        seen = set() if seen is None else seen
         after = self._sent_after.get(message_id)
         if after is None:
             after = self._events.latest_id()
@@ -168,107 +176,6 @@ class Mailbox:
             if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                 return
             time.sleep(POLL_SECONDS)
-
-
-def _plain_tool_line(out: TextIO) -> Callable[[str], None]:
-    def show(name: str) -> None:
-        out.write(f"{tool_line(name)}\n")
-        out.flush()
-
-    return show
-
-
-def tool_line(name: str) -> str:
-    """The line that shows a tool call, the name escaped (the model chose it)."""
-    return f"  · {short(name, 60)}"
-
-
-@dataclass
-class ChatSession:
-    """One terminal conversation; ``run`` reads lines until end of input.
-
-    Replies go to ``out``, the tools the agent calls to ``show_tool`` (plain lines on ``out``
-    unless given), and a line for each attempt to be retried to ``err``. ``waiting_for`` is the
-    message whose reply is awaited, if any: a Ctrl-C that ends the chat leaves it there.
-    """
-
-    root: Runtime
-    channel: str
-    conversation_id: str | None
-    reader: Callable[[], str | None]
-    out: TextIO
-    timeout: float = 600.0
-    stop: threading.Event = field(default_factory=threading.Event)
-    err: TextIO = field(default_factory=lambda: sys.stderr)
-    show_tool: Callable[[str], None] | None = None
-    last_message_id: str | None = None
-    waiting_for: str | None = None
-    timed_out: bool = False
-
-    def current_conversation(self) -> str | None:
-        """The conversation of this chat, once its first message has a turn."""
-        if self.conversation_id is None and self.last_message_id is not None:
-            turn = self.root.store.turn_for_message(self.last_message_id)
-            self.conversation_id = turn.conversation_id if turn else None
-        return self.conversation_id
-
-    def run(self) -> None:
-        mailbox = Mailbox(self.root.home, self.root.outbox_record, self.root.events)
-        while not self.stop.is_set():
-            line = self.reader()
-            if line is None:
-                return
-            text = line.strip()
-            if not text:
-                continue
-            message_id = mailbox.send(
-                text,
-                channel=self.channel,
-                conversation=self.conversation_id,
-                new_conversation=self.conversation_id is None,
-            )
-            self.last_message_id = message_id
-            if not self._show_replies(mailbox, message_id):
-                return
-
-    def _show_replies(self, mailbox: Mailbox, message_id: str) -> bool:
-        final = None
-        show_tool = self.show_tool or _plain_tool_line(self.out)
-        self.waiting_for = message_id
-        for item in mailbox.follow(message_id, timeout=self.timeout, stop=self.stop):
-            if isinstance(item, ToolCalled):
-                show_tool(item.name)
-                continue
-            if isinstance(item, Retrying):
-                self.err.write(retry_line(item, utc_now()) + "\n")
-                self.err.flush()
-                continue
-            self.conversation_id = item.conversation or self.conversation_id
-            label = {
-                "question": "smarthole asks",
-                "error": "smarthole (error)",
-                "approval": "smarthole asks your approval",
-            }.get(item.kind, "smarthole")
-            self.out.write(f"{label}: {body(item.text)}\n\n")
-            self.out.flush()
-            final = item if item.final else final
-        if final is None and not self.stop.is_set():
-            self.timed_out = True
-            self.out.write(
-                f"(no reply within {self.timeout:g}s; the conversation is kept, and the reply "
-                "will arrive in the outbox when the daemon gets to it)\n"
-            )
-            self.out.flush()
-        if final is not None:
-            self.waiting_for = None
-        return final is not None
-
-    def where_to_see(self, message_id: str) -> str:
-        """How to see the reply to ``message_id`` later, from another terminal."""
-        conversation = self.current_conversation()
-        if conversation:
-            return f"`smarthole show {one_line(conversation)}` shows its reply"
-        return f"`smarthole status` shows where message {one_line(message_id)} stands"
 
 
 class InProcessDaemon:
