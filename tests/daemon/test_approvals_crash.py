@@ -36,6 +36,15 @@ def configure(home, tool="record", plugins=("testtools",), **approvals):
     )
 
 
+def a_call_waiting(home, fake, env, daemons):
+    """A real daemon whose turn waits for approval of ``record once`` (message m1): the
+    daemon, and the approval item it wrote."""
+    fake.add(tool_use("record", {"value": "once"}))
+    daemon = daemons(home, env)
+    drop(home, "record once", "m1")
+    return daemon, nth_approval(home)
+
+
 def status_of(home, message_id):
     row = db(home).execute("SELECT status FROM inbox WHERE message_id = ?", (message_id,))
     found = row.fetchone()
@@ -46,10 +55,7 @@ def test_kill_while_waiting_then_an_answer_dropped_while_down_is_applied_at_star
     home, fake, env, daemons, threads
 ):
     configure(home)
-    fake.add(tool_use("record", {"value": "once"}))
-    first = daemons(home, env)
-    drop(home, "record once", "m1")
-    item = nth_approval(home)
+    first, item = a_call_waiting(home, fake, env, daemons)
     first.kill()
     assert tool_runs(home) == []
     drop(home, "", "a1", approve=item["approval"])  # while no daemon runs
@@ -66,22 +72,10 @@ def test_kill_while_waiting_then_the_restarted_daemon_still_waits(
     home, fake, env, daemons, threads
 ):
     configure(home)
-    fake.add(tool_use("record", {"value": "once"}))
-    first = daemons(home, env)
-    drop(home, "record once", "m1")
-    item = nth_approval(home)
+    first, item = a_call_waiting(home, fake, env, daemons)
     first.kill()
     second = threads(home, env)
-    row = wait_for(
-        lambda: (
-            db(home)
-            .execute("SELECT status FROM inbox WHERE message_id = 'm1' AND status = 'deferred'")
-            .fetchone()
-        ),
-        15,
-        "the message to wait again",
-    )
-    assert row["status"] == "deferred"
+    wait_for(lambda: status_of(home, "m1") == "deferred", 15, "the message to wait again")
     assert tool_runs(home) == [] and len(approval_items(home)) == 1
     fake.add(text("Recorded."))
     drop(home, "", "a1", approve=item["approval"])
@@ -94,10 +88,7 @@ def test_kill_after_the_decision_is_stored_and_before_the_run_runs_it_once(
     home, fake, env, daemons, threads
 ):
     configure(home, plugins=["testtools", "blocking_resume"])
-    fake.add(tool_use("record", {"value": "once"}))
-    first = daemons(home, env)
-    drop(home, "record once", "m1")
-    item = nth_approval(home)
+    first, item = a_call_waiting(home, fake, env, daemons)
     wait_for(lambda: status_of(home, "m1") == "deferred", 15, "the message to wait")
     (home / "block-resume").touch()  # the resumed turn stops before its tool loop
     drop(home, "", "a1", approve=item["approval"])
@@ -117,10 +108,7 @@ def test_a_decision_stored_while_no_daemon_runs_is_acted_on_at_start(
     home, fake, env, daemons, threads
 ):
     configure(home)
-    fake.add(tool_use("record", {"value": "once"}))
-    first = daemons(home, env)
-    drop(home, "record once", "m1")
-    item = nth_approval(home)
+    first, item = a_call_waiting(home, fake, env, daemons)
     first.kill()
     # Another process decided meanwhile (the state a kill leaves right after the answer's
     # commit): the decision stored, the message due, no intent of the call yet.
