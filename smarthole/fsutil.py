@@ -223,6 +223,55 @@ class RegularFile:
     mtime_ns: int
 
 
+# POSIX record locks belong to a process and a file, not to a descriptor: closing *any*
+# descriptor of a file drops every lock this process holds on it, SQLite's included (SQLite's
+# "How To Corrupt", section 2.2). A file dropped into the inbox may be a hard link of the
+# store's database or WAL, so the store's files are named here (by ``guard_store_file``) and
+# a descriptor found to be one of them is kept open, never closed: process-wide, as the locks.
+_guarded: set[Path] = set()
+_held: list[int] = []
+
+
+def guard_store_file(path: Path) -> None:
+    """Never close a descriptor of ``path``'s file (a database file SQLite holds) that
+    :func:`read_regular_file` or :func:`open_for_writing` opened under another name."""
+    _guarded.add(path)
+
+
+def _is_guarded(info: os.stat_result) -> bool:
+    for path in _guarded:
+        try:
+            known = os.stat(path)
+        except OSError:
+            continue
+        if (known.st_dev, known.st_ino) == (info.st_dev, info.st_ino):
+            return True
+    return False
+
+
+def _let_go(fd: int) -> None:
+    """Close ``fd``, unless it is a descriptor of a guarded file: then keep it, locks intact."""
+    try:
+        guarded = _is_guarded(os.fstat(fd))
+    except OSError:
+        guarded = False
+    if guarded:
+        _held.append(fd)
+    else:
+        os.close(fd)
+
+
+def _refused_unopened(path: Path) -> str | None:
+    """Why ``path`` is refused before any descriptor of it is opened (see ``_guarded``)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None  # the open says what is wrong
+    if stat.S_ISREG(info.st_mode) and info.st_nlink != 1:
+        return "hard-linked file (refused: see the README)"
+    return None
+
+
 def read_regular_file(
     path: Path,
     limit: int,
@@ -242,6 +291,8 @@ def read_regular_file(
     (and send to the model) a file they cannot read themselves, and the writer under the other
     name can still change it after it was taken.
     """
+    if (refusal := _refused_unopened(path)) is not None:
+        raise MessageError(refusal)
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -274,7 +325,7 @@ def read_regular_file(
             raise MessageError(_too_large(len(data), limit, limit_name))
         return RegularFile(data=data, mtime_ns=info.st_mtime_ns)
     finally:
-        os.close(fd)
+        _let_go(fd)
 
 
 def _too_large(size: int, limit: int, limit_name: str = "max_message_bytes") -> str:
@@ -291,7 +342,7 @@ def open_for_writing(path: Path) -> bool | None:
     import fcntl
 
     set_lease = getattr(fcntl, "F_SETLEASE", None)
-    if set_lease is None:
+    if set_lease is None or _refused_unopened(path) is not None:
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -305,4 +356,4 @@ def open_for_writing(path: Path) -> bool | None:
         fcntl.fcntl(fd, set_lease, fcntl.F_UNLCK)
         return False
     finally:
-        os.close(fd)
+        _let_go(fd)

@@ -85,6 +85,9 @@ def talk(
     """
     from .session import ChatSession
 
+    if local_daemon is not None:  # one store per process: talk through the daemon's own root
+        root.close()
+        root = local_daemon.root
     interactive = sys.stdin.isatty()
     if interactive:
         where = f"conversation {conversation_id}" if conversation_id else "a new conversation"

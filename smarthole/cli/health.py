@@ -55,7 +55,35 @@ def health_fields(home: Home, report: dict[str, Any], now: datetime) -> dict[str
         "stranded_count": len(report["stranded"]),
         "last_error": {"message": error, "at": state.get("last_error_at")} if error else None,
         "state_file": state_file(home, found, now) if report["running"] else None,
+        "store_files_deleted": deleted_store_files(home, report["pid"])
+        if report["running"]
+        else [],
     }
+
+
+def deleted_store_files(home: Home, pid: int | None) -> list[str]:
+    """The store files (database, WAL, shared memory) that the running daemon ``pid`` still
+    holds open though their names were removed: what it commits into them no other process
+    sees, and a kill -9 loses. Empty when none are, or where ``/proc`` cannot tell."""
+    if pid is None:
+        return []
+    import os
+
+    database = str(home.database)
+    found = []
+    try:
+        descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return []
+    for fd in descriptors:
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        name, deleted = target.removesuffix(" (deleted)"), target.endswith(" (deleted)")
+        if deleted and name in (database, database + "-wal", database + "-shm"):
+            found.append(name)
+    return sorted(set(found))
 
 
 def state_file(home: Home, state: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
@@ -139,6 +167,9 @@ def problems(report: dict[str, Any], max_queue_age: float | None) -> list[str]:
     stale = state_file_warning(report)
     if stale:
         found.append(stale)
+    gone = deleted_files_warning(report)
+    if gone:
+        found.append(gone)
     broken = config_warning(report)
     if broken:
         found.append(broken)
@@ -160,6 +191,19 @@ def state_file_warning(report: dict[str, Any]) -> str | None:
     return (
         f".smarthole/daemon.json {when}; the daemon may be unable to write to the home "
         "(a full disk?)"
+    )
+
+
+def deleted_files_warning(report: dict[str, Any]) -> str | None:
+    """The daemon writes into store files whose names are gone: what to do; else None."""
+    gone = report.get("store_files_deleted")
+    if not gone:
+        return None
+    names = ", ".join(Path(name).name for name in gone)
+    return (
+        f"the daemon (pid {report['pid']}) writes into deleted store files ({names}): nothing "
+        "it commits is seen by other processes, and a kill -9 would lose it; stop it cleanly "
+        "(SIGTERM, not kill -9) and start it again"
     )
 
 

@@ -27,6 +27,7 @@ from ..pipeline.inbox import drop_message
 from .output import short
 
 if TYPE_CHECKING:
+    from ..daemon.runtime import Runtime
     from ..db.events import EventLog
     from ..db.outbox import OutboxRecord
 
@@ -207,6 +208,14 @@ class InProcessDaemon:
             if self.error is not None:
                 raise self.error
             raise DaemonError("the in-process daemon stopped while starting")
+
+    @property
+    def root(self) -> Runtime:
+        """The daemon's composition root: the chat reads and writes through it, so this process
+        opens its store once."""
+        if self.daemon.runtime is None:
+            raise DaemonError("the in-process daemon has not started")
+        return self.daemon.runtime
 
     def stop(self, timeout: float | None = None) -> bool:
         """Ask the daemon to stop; True once it has, False if it still runs after ``timeout``."""

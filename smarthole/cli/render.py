@@ -15,7 +15,13 @@ from ..db.records import Conversation, StoredMessage, Turn
 from ..db.states import ConversationStatus
 from ..formats import iso
 from .common import title_line
-from .health import config_warning, health_lines, restart_warning, state_file_warning
+from .health import (
+    config_warning,
+    deleted_files_warning,
+    health_lines,
+    restart_warning,
+    state_file_warning,
+)
 from .output import body, one_line, short
 
 
@@ -237,7 +243,9 @@ def status_text(report: dict[str, Any]) -> str:
     if stale:
         lines.append(f"warning: {stale} — figures below come from the folders and the database")
     lines += [
-        f"warning: {one_line(w)}" for w in (config_warning(report), restart_warning(report)) if w
+        f"warning: {one_line(w)}"
+        for w in (deleted_files_warning(report), config_warning(report), restart_warning(report))
+        if w
     ]
     waiting = report.get("inbox_waiting")
     if waiting:

@@ -16,13 +16,15 @@ Under a service manager the loop also reports readiness, a status line and the w
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -61,8 +63,11 @@ class Daemon:
         clock: Clock = utc_now,
         handle_signals: bool = True,
         follow_log_level: bool = False,
+        beside: Callable[[Runtime], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.home = home
+        self.beside = beside  # what runs over this daemon's root while it runs (`run`'s web view)
+        self.runtime: Runtime | None = None
         self.once = once
         self.env = os.environ if env is None else env
         self.extra_plugins = list(extra_plugins)
@@ -113,15 +118,9 @@ class Daemon:
             self._reload.set()  # the main loop reloads, between two dispatches
             self.wake()
             return
-        busy = len(self._busy_channels())
-        if busy:
-            logger.warning(
-                "Received %s; stopping: waiting up to %.0f s for %d turn(s); "
-                "press Ctrl-C again to exit now",
-                received.name,
-                self._grace,
-                busy,
-            )
+        if busy := len(self._busy_channels()):
+            waiting = "waiting up to %.0f s for %d turn(s); press Ctrl-C again to exit now"
+            logger.warning("Received %s; stopping: " + waiting, received.name, self._grace, busy)
         else:
             logger.warning("Received %s; stopping", received.name)
         self.request_stop()
@@ -153,9 +152,10 @@ class Daemon:
         recorder = ErrorRecorder(self.state)
         logging.getLogger().addHandler(recorder)
         try:
-            runtime = Runtime.build(app, env=self.env, stop=self.stop_event)
+            runtime = self.runtime = Runtime.build(app, env=self.env, stop=self.stop_event)
             try:
-                self._serve(app, runtime)
+                with self.beside(runtime) if self.beside else contextlib.nullcontext():
+                    self._serve(app, runtime)
             finally:
                 runtime.close()
         finally:
@@ -226,10 +226,7 @@ class Daemon:
         """The status line for the service manager and daemon.json (``ready`` sends READY=1)."""
         self._next_status = time.monotonic() + STATUS_EVERY_SECONDS
         line = status_line(len(self._busy_channels()), runtime.ledger.counts())
-        if ready:
-            self.notifier.ready(line)
-        else:
-            self.notifier.status(line)
+        (self.notifier.ready if ready else self.notifier.status)(line)
         if self.state is not None:
             self.state.update(ready=True, status=line)
             self.state.flush()

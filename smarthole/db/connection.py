@@ -22,7 +22,7 @@ from typing import Any, Self
 
 from ..errors import CorruptStoreError, StoreError
 from ..formats import iso
-from .opening import connect
+from .opening import BUSY_TIMEOUT_SECONDS, IntegrityCheckFailed, connect
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ class Database:
         try:
             return cls(connect(path, check=recover), path, clock)
         except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                raise StoreError(_not_opened(path, exc)) from exc
             if not recover:
                 raise CorruptStoreError(
                     f"{path} is not a readable database ({exc}); start the daemon to move it aside"
@@ -118,7 +120,8 @@ class Database:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite rolls back by itself after some errors
+                self._db.execute("ROLLBACK")
             self._after_commit.clear()
             raise
         finally:
@@ -159,6 +162,34 @@ class Database:
 
     def now(self) -> str:
         return iso(self.clock())
+
+
+# SQLite's primary result codes that mean the file itself is damaged or not a database. Only
+# these (and a failed quick_check) move a database aside: a busy or locked one is healthy and
+# held by another process, and a full disk, a missing permission or too many open files pass.
+SQLITE_CORRUPT = 11
+SQLITE_NOTADB = 26
+SQLITE_BUSY = 5
+SQLITE_LOCKED = 6
+
+
+def is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    """Whether ``exc`` says the database file is damaged (not merely unavailable now)."""
+    if isinstance(exc, IntegrityCheckFailed):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
+def _not_opened(path: Path, exc: sqlite3.DatabaseError) -> str:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED):
+        return (
+            f"{path} is locked by another process, which has held its write lock for longer "
+            f"than {BUSY_TIMEOUT_SECONDS} s (a smarthole command or web view stopped mid-write?); "
+            "the database is not damaged: end that process, then try again"
+        )
+    return f"cannot open {path}: {exc}; the database was left as it is"
 
 
 def _stamp(moment: datetime) -> str:

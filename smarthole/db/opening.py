@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -9,24 +10,34 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..formats import micros, parse_time
-from ..fsutil import PRIVATE_FILE, make_private
+from ..fsutil import PRIVATE_FILE, guard_store_file, make_private
 from .records import stored_text
 from .schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, statements
 
+BUSY_TIMEOUT_SECONDS = 30
+
+
+class IntegrityCheckFailed(sqlite3.DatabaseError):
+    """``PRAGMA quick_check`` found the file damaged."""
+
 
 def connect(path: Path, *, check: bool) -> sqlite3.Connection:
+    for name in (path.name, path.name + "-wal", path.name + "-shm"):
+        guard_store_file(path.with_name(name))
     _make_private(path)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    db = sqlite3.connect(
+        path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS
+    )
     db.row_factory = sqlite3.Row
     try:
-        db.execute("PRAGMA busy_timeout = 30000")
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = FULL")
         db.execute("PRAGMA foreign_keys = ON")
         if check:
             (result,) = db.execute("PRAGMA quick_check").fetchone()
             if result != "ok":
-                raise sqlite3.DatabaseError(f"integrity check failed: {result}")
+                raise IntegrityCheckFailed(f"integrity check failed: {result}")
         migrate(db)
     except BaseException:
         db.close()
@@ -35,17 +46,19 @@ def connect(path: Path, *, check: bool) -> sqlite3.Connection:
 
 
 def _make_private(path: Path) -> None:
-    """Create the database file 0600 before SQLite does, whatever the umask.
+    """Give the database file mode 0600 before SQLite opens it, whatever the umask, without
+    ever holding a descriptor of a file SQLite may hold.
 
-    SQLite gives its -wal and -shm files the database file's own mode, so they follow.
+    Closing *any* descriptor of a file drops every POSIX lock this process holds on it,
+    SQLite's included: a connection that then closes believes it is the last one and deletes
+    the WAL under the others (SQLite's "How To Corrupt" §2.2). So a new file is created with
+    ``O_EXCL`` (no connection can hold a file that did not exist) and an existing one is
+    changed by path. SQLite gives its -wal and -shm files the database file's own mode.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
-    try:
-        os.fchmod(fd, PRIVATE_FILE)
-    finally:
-        os.close(fd)
-    for suffix in ("-wal", "-shm"):
-        make_private(path.with_name(path.name + suffix))
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE_FILE))
+    for name in (path.name, path.name + "-wal", path.name + "-shm"):
+        make_private(path.with_name(name))
 
 
 def migrate(db: sqlite3.Connection) -> None:
@@ -73,7 +86,8 @@ def migrate(db: sqlite3.Connection) -> None:
         )
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite rolls back by itself after some errors (I/O, full disk)
+            db.execute("ROLLBACK")
         raise
 
 

@@ -43,11 +43,17 @@ def create_app(
     port: int = DEFAULT_PORT,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     poll_seconds: float = POLL_SECONDS,
+    root: Runtime | None = None,
 ) -> Starlette:
     """The view of ``home`` for the holder of ``token``, answering to ``host`` (and
-    ``localhost``); ``port`` names its cookie. ``app.state.follower`` is its events follower."""
+    ``localhost``); ``port`` names its cookie. ``app.state.follower`` is its events follower.
+
+    ``root`` is the process's composition root when it has one (``smarthole run``'s daemon):
+    the view reads through it, and a process never opens its store twice. Without one (``smarthole
+    web``, its own process) the view builds its own root and closes it with its lifespan."""
     home.ensure()
-    root = Runtime.for_home(home)
+    own_root = root is None
+    root = root or Runtime.for_home(home)
     store, events = root.store, root.events
     reader = Reader(store, root.tasks, root.pending, root.search, root.approvals, root.schedules)
     follower = EventFollower(
@@ -63,7 +69,8 @@ def create_app(
             yield
         finally:
             follower.close()
-            root.close()
+            if own_root:
+                root.close()
 
     app = Starlette(
         routes=routes(pages, api),

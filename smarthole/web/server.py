@@ -17,6 +17,7 @@ from typing import TextIO
 
 import uvicorn
 
+from ..daemon.runtime import Runtime
 from ..errors import SmartholeError
 from ..home import Home
 from .app import DEFAULT_MAX_MESSAGE_BYTES, create_app
@@ -54,10 +55,17 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _server(
-    home: Home, sock: socket.socket, host: str, token: str, max_message_bytes: int
+    home: Home,
+    sock: socket.socket,
+    host: str,
+    token: str,
+    max_message_bytes: int,
+    root: Runtime | None = None,
 ) -> _Server:
     port = sock.getsockname()[1]
-    app = create_app(home, token=token, host=host, port=port, max_message_bytes=max_message_bytes)
+    app = create_app(
+        home, token=token, host=host, port=port, max_message_bytes=max_message_bytes, root=root
+    )
     config = uvicorn.Config(
         app,
         log_config=None,  # the process's logging is its owner's, not uvicorn's
@@ -125,14 +133,19 @@ class WebHandle:
 
 
 def start_in_thread(
-    home: Home, settings: WebSettings, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    home: Home,
+    settings: WebSettings,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    root: Runtime | None = None,
 ) -> WebHandle:
-    """Serve the view from a thread of this process (for ``smarthole run``); the caller owns
-    the handle and calls ``stop()``. Raises ``WebError`` if it cannot start."""
+    """Serve the view from a thread of this process (for ``smarthole run``, over its daemon's
+    ``root``); the caller owns the handle and calls ``stop()``. Raises ``WebError`` if it
+    cannot start."""
     token = ensure_token(home)
     sock = bind(settings.host, settings.port)
     try:
-        server = _server(home, sock, settings.host, token, max_message_bytes)
+        server = _server(home, sock, settings.host, token, max_message_bytes, root)
     except BaseException:
         sock.close()
         raise

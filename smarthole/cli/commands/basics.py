@@ -77,13 +77,10 @@ def run(args: argparse.Namespace) -> int:
         follow = not (args.log_level or args.verbose)  # the command line wins over [daemon]
         if follow:
             set_level(config.daemon.log_level)
-        daemon = Daemon(home, once=args.once, follow_log_level=follow)
-    web = serve_beside_daemon(home, config)  # [web] enabled: the view in this process too
-    try:
-        code = daemon.run()
-    finally:
-        if web is not None:
-            web.stop()
+        # [web] enabled: the view in this process too, over the daemon's own root
+        web = serve_beside_daemon(home, config)
+        daemon = Daemon(home, once=args.once, follow_log_level=follow, beside=web)
+    code = daemon.run()
     if args.once and daemon.summary.get("deferred"):
         due = daemon.summary["next_due"]
         print(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ...errors import ExitCode, UsageError
-from ..common import home_of, print_json, rooted
+from ...errors import ExitCode, StoreError, UsageError
+from ..common import daemon_pid, home_of, print_json, rooted
 from ..parser import Commands, bounded, command, option
 
 
@@ -45,20 +45,41 @@ def status(args: argparse.Namespace) -> int:
     from ..admin import status_report
     from ..render import status_text
 
+    if args.check or args.max_queue_age is not None:
+        return _check(args)
     with rooted(args) as root:
         report = status_report(root)
-    if args.check or args.max_queue_age is not None:
-        from ..health import problems
-
-        found = problems(report, args.max_queue_age)
-        for line in found:
-            print(line)
-        return ExitCode.FAILED if found else ExitCode.OK
     if args.json:
         print_json(report)
     else:
         print(status_text(report))
     return ExitCode.OK if report["running"] else ExitCode.NOT_RUNNING
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``status --check``: one line per problem. A daemon writing into deleted store files is
+    told first, from ``/proc`` alone: the store may not even open beside it."""
+    from ..admin import status_report
+    from ..health import deleted_files_warning, deleted_store_files, problems
+
+    home = home_of(args)
+    pid = daemon_pid(home)
+    gone = deleted_files_warning(
+        {"pid": pid, "store_files_deleted": deleted_store_files(home, pid)}
+    )
+    if gone:
+        print(gone)
+    try:
+        with rooted(args) as root:
+            report = status_report(root)
+    except StoreError:
+        if gone:
+            return ExitCode.FAILED
+        raise
+    found = [line for line in problems(report, args.max_queue_age) if line != gone]
+    for line in found:
+        print(line)
+    return ExitCode.FAILED if found or gone else ExitCode.OK
 
 
 @command("reload", "make the running daemon re-read config.toml (SIGHUP)")

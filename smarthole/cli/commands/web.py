@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from ..parser import Commands
 
 if TYPE_CHECKING:
     from ...config import Config
+    from ...daemon.runtime import Runtime
     from ...home import Home
     from ...web.server import WebHandle
 
@@ -28,21 +32,34 @@ def run(args: argparse.Namespace) -> int:
     return serve(args)
 
 
-def serve_beside_daemon(home: Home, config: Config) -> WebHandle | None:
-    """``[web] enabled``: serve the view from this process while ``run`` runs the daemon, and
-    print its link (the token is in it); None when the table does not ask for it."""
+def serve_beside_daemon(
+    home: Home, config: Config
+) -> Callable[[Runtime], AbstractContextManager[WebHandle]] | None:
+    """``[web] enabled``: what serves the view from this process, over the daemon's own root,
+    while ``run`` runs the daemon (printing its link, with the token in it); None when the
+    table does not ask for it."""
     if not config.web.enabled:
         return None
-    from ...web.server import start_in_thread
-    from ...web.settings import WebSettings, is_loopback
 
-    settings = WebSettings(True, config.web.host, config.web.port)
-    handle = start_in_thread(home, settings, max_message_bytes=config.inbox.max_message_bytes)
-    print(f"Open {handle.link}", flush=True)
-    if not is_loopback(config.web.host):
-        print(
-            f"smarthole: warning: the web view listens on {config.web.host}, not this machine "
-            "only; anyone who has the link can make the agent act",
-            file=sys.stderr,
+    @contextlib.contextmanager
+    def serving(root: Runtime) -> Iterator[WebHandle]:
+        from ...web.server import start_in_thread
+        from ...web.settings import WebSettings, is_loopback
+
+        settings = WebSettings(True, config.web.host, config.web.port)
+        handle = start_in_thread(
+            home, settings, max_message_bytes=config.inbox.max_message_bytes, root=root
         )
-    return handle
+        print(f"Open {handle.link}", flush=True)
+        if not is_loopback(config.web.host):
+            print(
+                f"smarthole: warning: the web view listens on {config.web.host}, not this "
+                "machine only; anyone who has the link can make the agent act",
+                file=sys.stderr,
+            )
+        try:
+            yield handle
+        finally:
+            handle.stop()
+
+    return serving
