@@ -77,15 +77,26 @@ class ApprovalGate:
     def check(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
         """None: run the call. A result: record it instead of running. ``ApprovalWaiting``:
         the call waits for a person (stored before this raises)."""
-        found = self.approvals.for_call(self.place.scope, block["id"])
+        keyed = {**block, "id": self._key(block)}
+        found = self.approvals.for_call(self.place.scope, keyed["id"])
         if found is not None:
-            return self.settled(found)
+            return self.settled(found, call_id=block["id"])
         verdict = self._policy(block, tool)
         if verdict == "allow":
             return None
         if isinstance(verdict, Deny):
             return _error(f"denied: {verdict.reason}")
-        return self.settled(self.ask(block))
+        return self.settled(self.ask(keyed), call_id=block["id"])
+
+    def _key(self, block: dict[str, Any]) -> str:
+        """The id this call's approval is stored under: its tool-use id, unless an approval of
+        another call holds that id (another turn, or other arguments: a proxy or another
+        model may repeat ids). An approval decides the one call it was asked about."""
+        found = self.approvals.for_call(self.place.scope, block["id"])
+        call_hash = args_hash(block["name"], block.get("input", {}))
+        if found is None or (found.turn, found.args_hash) == (self.place.turn, call_hash):
+            return str(block["id"])
+        return f"{block['id']}@{self.place.turn}:{call_hash[:16]}"
 
     def outcome_unknown(self, block: dict[str, Any], runs: int) -> ToolResult | None:
         """A started call cut short by a crash: "outcome unknown" for the model, or, with
@@ -143,8 +154,9 @@ class ApprovalGate:
                 )
         return approval
 
-    def settled(self, approval: Approval) -> ToolResult | None:
-        """What a stored approval means for its call now (see :meth:`check`)."""
+    def settled(self, approval: Approval, *, call_id: str | None = None) -> ToolResult | None:
+        """What a stored approval means for its call now (see :meth:`check`); ``call_id`` is
+        the call's tool-use id where the approval is stored under another key."""
         if approval.waiting:
             if approval.expires_at > self.app.now():
                 raise ApprovalWaiting(approval.id, approval.expires_at)
@@ -153,7 +165,7 @@ class ApprovalGate:
         unknown = approval.question == OUTCOME_UNKNOWN
         if status is ApprovalState.APPROVED:
             if note:
-                self.notes[approval.tool_use_id] = note
+                self.notes[call_id or approval.tool_use_id] = note
             return None
         if status is ApprovalState.DENIED:
             if unknown:

@@ -10,6 +10,7 @@ cannot drift apart.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -51,6 +52,9 @@ class TurnTables(Protocol):
     def started_tools(self) -> dict[str, int]:
         """The turn's started tool calls, with how many times each was run."""
 
+    def tool_use_taken(self, tool_use_id: str) -> bool:
+        """Whether an earlier call of this conversation (task) has a result under this id."""
+
     def usage_place(self) -> dict[str, Any]:
         """Why the model was called and for what (``UsageLog.record``'s fields)."""
 
@@ -68,12 +72,24 @@ class TurnRecorder:
         with self.store.transaction() as db:
             self.tables.append(
                 "assistant",
-                reply.content,
+                self._own_tool_ids(reply.content),
                 db=db,
                 stop_reason=reply.stop_reason,
                 usage=reply.usage,
             )
             self.usage.record(reply.usage, model=reply.model, db=db, **self.tables.usage_place())
+
+    def _own_tool_ids(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``content`` with each tool-use id that an earlier call of the conversation (task)
+        already holds made unique: the API does not repeat ids, but a proxy or another model
+        may, and a call is known by its id from here on (its approval, intent and result).
+        Stored so, the model reads the same id back with the call's result."""
+        fresh = []
+        for block in content:
+            if block.get("type") == "tool_use" and self.tables.tool_use_taken(block["id"]):
+                block = {**block, "id": f"{block['id']}_{secrets.token_hex(4)}"}
+            fresh.append(block)
+        return fresh
 
     def record_tool_start(self, block: dict[str, Any]) -> None:
         with self.store.transaction() as db:

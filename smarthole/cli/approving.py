@@ -77,6 +77,8 @@ def answer(
     reason: str = "",
 ) -> str:
     """Write the inbox file that answers approval ``wanted``; returns what to print."""
+    from ..db.states import ApprovalBy
+    from ..pipeline.answers import signed_by
     from ..pipeline.inbox import drop_message
 
     approval = _resolve(approvals, wanted)
@@ -85,11 +87,12 @@ def answer(
             f"approval {approval.id} was already decided: {approval.status.value} "
             f"(by {approval.decided_by})"
         )
+    message_id = f"{decision}-{approval.id}-{new_id()[:8]}"
     path = drop_message(
         home.inbox,
         reason if decision == "deny" else "",
-        message_id=f"{decision}-{approval.id}-{new_id()[:8]}",
-        metadata={"by": "cli"},
+        message_id=message_id,
+        metadata=signed_by(home, message_id, ApprovalBy.CLI),
         args_hash=approval.args_hash,
         always=always,
         **{decision: approval.id},

@@ -294,7 +294,7 @@ class Runtime:
     def answers(self) -> Answers:
         from ..pipeline.answers import Answers
 
-        return Answers(self.store, self.ledger, self.events, self.outbox, self.approvals)
+        return Answers(self.home, self.store, self.ledger, self.events, self.outbox, self.approvals)
 
     @cached_property
     def agent(self) -> Agent:

@@ -316,6 +316,15 @@ class Tasks:
             (tool_use_id, task_id, agent_turn, name, self.store.now()),
         )
 
+    def has_tool_result(self, task_id: str, tool_use_id: str) -> bool:
+        """Whether any agent turn of the task stored a result under ``tool_use_id``."""
+        row = self.store.query_one(
+            "SELECT 1 FROM task_messages WHERE task_id = ? AND tool_use_id = ? "
+            "AND kind = 'tool_result'",
+            (task_id, tool_use_id),
+        )
+        return row is not None
+
     def started_tool_calls(self, task_id: str, agent_turn: int) -> dict[str, int]:
         rows = self.store.query(
             "SELECT tool_use_id, runs FROM task_tool_calls WHERE task_id = ? AND agent_turn = ?",

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..db.approvals import Approval
 from ..db.states import ApprovalBy, ApprovalState, OutboxKind
 from ..formats import iso
-from ..fsutil import fsync_dir
+from ..fsutil import atomic_write, fsync_dir
 
 if TYPE_CHECKING:
     from ..db.approvals import Approvals
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger
     from ..db.records import Message
     from ..db.store import Store
+    from ..home import Home
     from .outbox import Outbox
 
 logger = logging.getLogger(__name__)
@@ -37,6 +40,43 @@ logger = logging.getLogger(__name__)
 MAX_NOTE_CHARS = 4000
 DECISIONS = {"approve": ApprovalState.APPROVED, "deny": ApprovalState.DENIED}
 BY = {by.value for by in (ApprovalBy.CLI, ApprovalBy.WEB)}
+PROOF_KEY = "answers.key"  # in .smarthole/, 0600: what only the home's owner can read
+
+
+def signed_by(home: Home, message_id: str, by: ApprovalBy) -> dict[str, str]:
+    """The metadata of an answer file the CLI or the web view writes: who it comes from, and
+    the proof of it. Anyone who can write into the inbox can write ``by = "web"``; only the
+    home's owner can read the key the proof is made with."""
+    return {"by": by.value, "proof": _proof(_key(home, create=True), message_id, by.value)}
+
+
+def arrived_by(home: Home, message: Message) -> str:
+    """How an answer file really arrived: the CLI or the web view when it carries their
+    proof, else an inbox file (whatever its ``by`` claims)."""
+    by, proof = message.metadata.get("by"), message.metadata.get("proof")
+    key = _key(home, create=False)
+    proven = (
+        by in BY
+        and isinstance(proof, str)
+        and key is not None
+        and hmac.compare_digest(proof, _proof(key, message.id, str(by)))
+    )
+    return str(by) if proven else ApprovalBy.INBOX.value
+
+
+def _proof(key: bytes, message_id: str, by: str) -> str:
+    return hmac.new(key, f"{message_id}\0{by}".encode(), hashlib.sha256).hexdigest()
+
+
+def _key(home: Home, *, create: bool) -> bytes | None:
+    path = home.state / PROOF_KEY
+    with contextlib.suppress(FileNotFoundError):
+        return path.read_bytes()
+    if not create:
+        return None
+    with contextlib.suppress(FileExistsError):  # another writer made it first: theirs holds
+        atomic_write(path, secrets.token_bytes(32), exclusive=True)
+    return path.read_bytes()
 
 
 def _item_id(*parts: str) -> str:
@@ -95,6 +135,7 @@ class Decided:
 class Answers:
     """Applies answers to approvals, each in one commit."""
 
+    home: Home
     store: Store
     ledger: Ledger
     events: EventLog
@@ -135,11 +176,10 @@ class Answers:
         answer that cannot apply gets an ``error`` reply saying why. Nothing here runs a tool."""
         answer = message.answer
         assert answer is not None
-        by = str(message.metadata.get("by", ""))
         decided = self.decide(
             answer.approval,
             DECISIONS[answer.decision],
-            by=by if by in BY else ApprovalBy.INBOX.value,
+            by=arrived_by(self.home, message),
             note=message.text,
             always=answer.always,
             args_hash=answer.args_hash,
@@ -183,6 +223,8 @@ class Answers:
                     f"approval {approval_id}: args_hash does not match the call "
                     f"(expected {approval.args_hash}); nothing was run",
                 )
+            if approval.waiting and approval.expires_at <= self.store.clock():
+                approval = self._expire(approval, db)  # late: the expiry decided first
             if not approval.waiting:
                 if answer_id is not None and approval.answer_id == answer_id:
                     return Decided(approval)  # this very answer, again after a crash
@@ -218,6 +260,30 @@ class Answers:
             decided = self.approvals.get(approval.id, db=db)
         logger.info("approval %s: %s by %s", approval_id, status.value, by)
         return Decided(decided)
+
+    def _expire(self, approval: Approval, db: Any) -> Approval:
+        """Expire ``approval``, whose time passed before any answer was applied (the daemon
+        was down, or the answer came between the expiry and the wake-up), in ``db``'s
+        transaction."""
+        self.approvals.decide(
+            approval.id, ApprovalState.EXPIRED, by=ApprovalBy.TIMEOUT, at=self.store.clock(), db=db
+        )
+        self.ledger.wake(approval.message_id, db=db)
+        self.events.emit(
+            "approval_decided",
+            conversation=approval.conversation_id,
+            channel=approval.channel,
+            turn=approval.turn,
+            message_id=approval.message_id,
+            db=db,
+            approval=approval.id,
+            tool=approval.tool,
+            decision=ApprovalState.EXPIRED.value,
+            by=ApprovalBy.TIMEOUT.value,
+        )
+        expired = self.approvals.get(approval.id, db=db)
+        assert expired is not None
+        return expired
 
 
 def _remove(claimed: Path) -> None:

@@ -258,6 +258,9 @@ class ConversationTables:
     def started_tools(self) -> dict[str, int]:
         return self.run.store.started_tool_calls(self.run.conversation.id, self.run.number)
 
+    def tool_use_taken(self, tool_use_id: str) -> bool:
+        return self.run.store.has_tool_message(self.run.conversation.id, tool_use_id, "tool_result")
+
     def usage_place(self) -> dict[str, Any]:
         return {
             "purpose": "turn",

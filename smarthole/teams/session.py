@@ -177,6 +177,9 @@ class TaskTables:
     def started_tools(self) -> dict[str, int]:
         return self.session.tasks.started_tool_calls(self.session.task.id, self.session.index)
 
+    def tool_use_taken(self, tool_use_id: str) -> bool:
+        return self.session.tasks.has_tool_result(self.session.task.id, tool_use_id)
+
     def usage_place(self) -> dict[str, Any]:
         session = self.session
         return {

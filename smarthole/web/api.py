@@ -151,7 +151,7 @@ class Api:
     async def post_message(self, request: Request) -> Response:
         files: list[tuple[str, bytes]] = []
         limits = None
-        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        if _media_type(request) == "multipart/form-data":
             limits = await run_in_threadpool(_attachment_limits, self.home)
             form = await _form_body(request, limits)
             if isinstance(form, Response):
@@ -366,8 +366,15 @@ async def _form_body(
         await form.close()
 
 
+def _media_type(request: Request) -> str:
+    """The request's media type, without its parameters (``; charset=...``)."""
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
 async def _json_body(request: Request) -> Any:
-    if "json" not in request.headers.get("content-type", ""):
+    # Exactly application/json: another site can send text/plain (even "text/plain;
+    # application/json") without a CORS preflight, never application/json.
+    if _media_type(request) != "application/json":
         return _error(415, "send the message as application/json")
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > MAX_BODY:

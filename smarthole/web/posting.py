@@ -18,10 +18,12 @@ from ..attachments import accept
 from ..config import AttachmentSettings
 from ..db.approvals import Approvals
 from ..db.events import EventLog
+from ..db.states import ApprovalBy
 from ..db.store import Store
 from ..db.tasks import Tasks
 from ..errors import LookupFailed, MessageError
 from ..home import Home, holder
+from ..pipeline.answers import signed_by
 from ..pipeline.inbox import drop_messages
 from ..pipeline.incoming import drop_folder_message
 from ..pipeline.message import parse_message, render_message_file
@@ -153,7 +155,7 @@ def answer(home: Home, approvals: Approvals, approval_id: str, body: Any) -> Dro
     data = render_message_file(
         (reason or "")[:MAX_REASON],
         id=message_id,
-        metadata={"by": "web"},
+        metadata=signed_by(home, message_id, ApprovalBy.WEB),
         args_hash=approval.args_hash,
         always=always,
         **{decision: approval.id},

@@ -222,6 +222,24 @@ def test_a_body_that_is_not_json_is_refused(client, bearer):
     assert (plain.status_code, broken.status_code) == (415, 400)
 
 
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("text/plain; application/json", 415),  # sent cross-site with no preflight
+        ("text/plain;charset=utf-8, application/json", 415),
+        ("application/jsonx", 415),
+        ("application/json", 202),
+        ("Application/JSON; charset=utf-8", 202),
+    ],
+)
+def test_only_the_json_media_type_itself_is_taken(client, bearer, team_home, content_type, status):
+    response = client.post(
+        "/api/messages", content=b'{"text": "hi"}', headers={**bearer, "content-type": content_type}
+    )
+    assert response.status_code == status, response.text
+    assert len(list((team_home / "inbox").iterdir())) == (1 if status == 202 else 0)
+
+
 def _task(home, status_done=False):
     store = Store.open(home / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
     try:
