@@ -233,31 +233,9 @@ class Answers:
                     f"approval {approval_id} was already decided: {approval.status.value} "
                     f"(by {approval.decided_by}); this answer changes nothing",
                 )
-            self.approvals.decide(
-                approval.id,
-                status,
-                by=by,
-                at=self.store.clock(),
-                db=db,
-                note=note,
-                always=always,
-                answer_id=answer_id,
+            decided = self._record(
+                approval, status, by, db, note=note, always=always, answer_id=answer_id
             )
-            self.ledger.wake(approval.message_id, db=db)
-            self.events.emit(
-                "approval_decided",
-                conversation=approval.conversation_id,
-                channel=approval.channel,
-                turn=approval.turn,
-                message_id=approval.message_id,
-                db=db,
-                approval=approval.id,
-                tool=approval.tool,
-                decision=status.value,
-                by=by,
-                always=always,
-            )
-            decided = self.approvals.get(approval.id, db=db)
         logger.info("approval %s: %s by %s", approval_id, status.value, by)
         return Decided(decided)
 
@@ -265,9 +243,14 @@ class Answers:
         """Expire ``approval``, whose time passed before any answer was applied (the daemon
         was down, or the answer came between the expiry and the wake-up), in ``db``'s
         transaction."""
-        self.approvals.decide(
-            approval.id, ApprovalState.EXPIRED, by=ApprovalBy.TIMEOUT, at=self.store.clock(), db=db
-        )
+        return self._record(approval, ApprovalState.EXPIRED, ApprovalBy.TIMEOUT.value, db)
+
+    def _record(
+        self, approval: Approval, status: ApprovalState, by: str, db: Any, **answer: Any
+    ) -> Approval:
+        """Store the decision, make the waiting message due, and say so: in ``db``'s
+        transaction. ``answer``: the person's ``note``, ``always`` and ``answer_id``."""
+        self.approvals.decide(approval.id, status, by=by, at=self.store.clock(), db=db, **answer)
         self.ledger.wake(approval.message_id, db=db)
         self.events.emit(
             "approval_decided",
@@ -278,12 +261,13 @@ class Answers:
             db=db,
             approval=approval.id,
             tool=approval.tool,
-            decision=ApprovalState.EXPIRED.value,
-            by=ApprovalBy.TIMEOUT.value,
+            decision=status.value,
+            by=by,
+            always=bool(answer.get("always", False)),
         )
-        expired = self.approvals.get(approval.id, db=db)
-        assert expired is not None
-        return expired
+        decided = self.approvals.get(approval.id, db=db)
+        assert decided is not None
+        return decided
 
 
 def _remove(claimed: Path) -> None:
