@@ -11,6 +11,7 @@ from importlib.metadata import EntryPoints, distributions
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from smarthole import plugins as plugins_module
 from smarthole.app import App
@@ -27,6 +28,12 @@ QUIETED = ("httpx2", "httpcore2", "anthropic", "mcp", "watchdog")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis's timing checks (a deadline per example, "input generation is slow") say how
+    # busy the machine was, not whether a parser is right: off for every property test.
+    settings.register_profile(
+        "smarthole", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("smarthole")
     """Let the Ctrl-C tests' subprocesses receive SIGINT even when pytest was started with it
     ignored (a shell starts background jobs so, and an ignored signal stays ignored across
     exec). A Python handler is reset to the default in the child, so the child can be

@@ -7,6 +7,7 @@ starts fast. Every failure becomes a ``ModelError`` that says whether a retry ca
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import os
@@ -20,6 +21,8 @@ from .messages import History, Messages
 from .replies import StreamedReply
 
 if TYPE_CHECKING:
+    import ssl
+
     from ..config import ModelSettings
 
 logger = logging.getLogger(__name__)
@@ -45,6 +48,16 @@ class ModelReply:
         return "\n".join(b["text"] for b in self.content if b.get("type") == "text").strip()
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The process's one TLS context: loading the system's CA certificates took about 70 ms
+    for each client the SDK made (a reload and every command that calls the model make one);
+    a context is safe to share between connections and threads."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 class ModelClient:
     """A thin, typed wrapper over ``anthropic.Anthropic`` that raises only ``ModelError``."""
 
@@ -59,6 +72,7 @@ class ModelClient:
             base_url=base_url or None,
             max_retries=settings.sdk_max_retries,
             timeout=settings.timeout_seconds,
+            http_client=anthropic.DefaultHttpxClient(verify=_ssl_context()),
         )
         # The JSON text of the tool lists sent lately, by identity (each kept alive with its
         # text): a tool set's definitions are one list, built once and never changed, and
