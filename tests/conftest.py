@@ -28,16 +28,17 @@ QUIETED = ("httpx2", "httpcore2", "anthropic", "mcp", "watchdog")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Hypothesis's timing checks (a deadline per example, "input generation is slow") say how
-    # busy the machine was, not whether a parser is right: off for every property test.
+    """Let the Ctrl-C tests' subprocesses receive SIGINT even when pytest was started with it
+    ignored (a shell starts background jobs so, and an ignored signal stays ignored across
+    exec). A Python handler is reset to the default in the child, so the child can be
+    interrupted and shows what a person at a terminal would see.
+
+    Hypothesis's timing checks (a deadline per example, "input generation is slow") say how
+    busy the machine was, not whether a parser is right: off for every property test."""
     settings.register_profile(
         "smarthole", deadline=None, suppress_health_check=[HealthCheck.too_slow]
     )
     settings.load_profile("smarthole")
-    """Let the Ctrl-C tests' subprocesses receive SIGINT even when pytest was started with it
-    ignored (a shell starts background jobs so, and an ignored signal stays ignored across
-    exec). A Python handler is reset to the default in the child, so the child can be
-    interrupted and shows what a person at a terminal would see."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
