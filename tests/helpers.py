@@ -146,7 +146,7 @@ class DaemonThread:
         except BaseException as exc:  # surfaced by wait_ready and stop
             self.errors.append(exc)
 
-    def wait_ready(self, timeout: float = 20) -> DaemonThread:
+    def wait_ready(self, timeout: float = 60) -> DaemonThread:
         assert self.daemon.ready.wait(timeout), "the daemon did not start"
         if self.errors:
             raise self.errors[0]
@@ -218,7 +218,7 @@ class DaemonProcess:
             text=True,
         )
 
-    def wait_ready(self, timeout: float = 20) -> DaemonProcess:
+    def wait_ready(self, timeout: float = 60) -> DaemonProcess:
         wait_for(
             lambda: "is watching" in self.output() or self.process.poll() is not None,
             timeout,
