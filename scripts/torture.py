@@ -14,7 +14,10 @@ tool in each of its turns).
 With ``--approve-every N``, every Nth message's tool call needs the person's approval (a
 ``before_tool_call`` plugin in the home answers "ask"), on a channel of its own; approvals are
 answered by files dropped at random moments, while a daemon runs or while none does. Also
-checked: no such call ran without a stored approval.
+checked: no such call ran without a stored approval. With ``--approval-timeout SECONDS`` as
+well, approvals expire that soon, a third of them are never answered, and now and then no
+daemon runs across an expiry (answers still come then, late): checked, no approval was
+approved after its expiry.
 
 Every third message (``--desktop-every N``; 0: none) comes over the desktop bridge instead of
 the inbox: a fake SmartHole desktop sends them in three bursts, one at each of the first
@@ -81,6 +84,8 @@ class Result:
     notified_twice: int = 0
     approvals: int = 0
     unapproved_runs: int = 0
+    expired: int = 0
+    approved_late: int = 0
 
     @property
     def ok(self) -> bool:
@@ -95,6 +100,7 @@ class Result:
             or self.desktop_rejected
             or self.notified_twice
             or self.unapproved_runs
+            or self.approved_late
         )
 
 
@@ -153,6 +159,7 @@ def torture(
     team_every: int = 0,
     desktop_every: int = 3,
     approve_every: int = 0,
+    approval_timeout: int = 0,
 ) -> Result:
     rng = random.Random(seed)
     ids = [f"t{n:04d}" for n in range(messages)]
@@ -167,14 +174,19 @@ def torture(
     ]
     bursts = Bursts([(i, texts[i]) for i in by_desktop], DESKTOP_BURSTS)
     with BurstDesktop(resend=True, on_register=bursts) as desktop:
-        home = make_home(root, desktop.url if by_desktop else None, team=bool(team_every))
+        home = make_home(
+            root,
+            desktop.url if by_desktop else None,
+            team=bool(team_every),
+            timeout=approval_timeout,
+        )
         for n, message_id in enumerate(ids):
             if message_id not in by_desktop:
                 # A call that waits holds its channel, and a plain message in it would be taken
                 # as the answer: each asking message has a channel of its own.
                 channel = f"a-{message_id}" if message_id in asking else f"c{n % channels}"
                 drop_message(home.inbox, texts[message_id], message_id=message_id, channel=channel)
-        answers = Answerer(home)
+        answers = Answerer(home, unanswered_every=3 if approval_timeout else 0)
         started = time.monotonic()
         disagreements = 0
         with FakeMessagesAPI() as fake:
@@ -186,8 +198,10 @@ def torture(
                 if rng.random() < 0.5:
                     answers.answer()  # while it runs
                 run.kill(process)
+                if approval_timeout and rng.random() < 0.25:
+                    time.sleep(approval_timeout * 1.5)  # no daemon runs across an expiry
                 if rng.random() < 0.5:
-                    answers.answer()  # while none runs
+                    answers.answer()  # while none runs (after the expiry, perhaps)
                 for problem in disagreement(home):  # the store as the kill left it
                     disagreements += 1
                     print(f"kill {kill + 1}: {problem}", flush=True)
@@ -199,7 +213,11 @@ def torture(
                 bursts.settle()
                 settle(run, desktop, len(by_desktop))
             run.last()
-            while answers.answer():  # a --once daemon stops when every call left waits
+            # A --once daemon stops when every call left waits: answer, or let them expire.
+            for _ in range(20):
+                if not answers.answer() and not (approval_timeout and answered(home) < messages):
+                    break
+                time.sleep(approval_timeout)
                 run.last()
     result = check(home, ids, kills, time.monotonic() - started)
     tasks, bad = team_problems(home)
@@ -217,6 +235,11 @@ def torture(
         notified_twice=sum(1 for n in desktop.seen.notified.values() if n > 1),
         approvals=count(home, "SELECT COUNT(*) FROM approvals"),
         unapproved_runs=unapproved_runs(home),
+        expired=count(home, "SELECT COUNT(*) FROM approvals WHERE status = 'expired'"),
+        approved_late=count(
+            home,
+            "SELECT COUNT(*) FROM approvals WHERE status = 'approved' AND decided_at > expires_at",
+        ),
     )
 
 
@@ -225,6 +248,7 @@ class Answerer:
     """Approves every approval item in the outbox once, by an answer file in the inbox."""
 
     home: Home
+    unanswered_every: int = 0  # every Nth approval is never answered, so it expires
     done: set[str] = dataclasses.field(default_factory=set)
 
     def answer(self) -> int:
@@ -235,8 +259,10 @@ class Answerer:
             approval = fields.get("approval")
             if fields["kind"] != "approval" or approval in self.done:
                 continue
-            drop_message(self.home.inbox, "", message_id=f"ok-{approval}", approve=approval)
             self.done.add(approval)
+            if self.unanswered_every and len(self.done) % self.unanswered_every == 0:
+                continue
+            drop_message(self.home.inbox, "", message_id=f"ok-{approval}", approve=approval)
             found += 1
         return found
 
@@ -251,7 +277,7 @@ def unapproved_runs(home: Home) -> int:
     return sum(1 for value in ran if value.startswith(ASKING) and value not in approved)
 
 
-def make_home(root: Path, desktop_url: str | None, *, team: bool) -> Home:
+def make_home(root: Path, desktop_url: str | None, *, team: bool, timeout: int = 0) -> Home:
     home = Home(root / "home")
     home.ensure()
     config = {
@@ -264,6 +290,8 @@ def make_home(root: Path, desktop_url: str | None, *, team: bool) -> Home:
     }
     if desktop_url is not None:
         config["desktop"] = {"enabled": True, "url": desktop_url}
+    if timeout:
+        config["approvals"] = {"timeout": f"{timeout}s"}
     home.config_file.write_text(dumps_toml(config))
     (home.root / "plugins").mkdir(exist_ok=True)
     (home.root / "plugins" / "guard.py").write_text(GUARD)
@@ -492,6 +520,7 @@ def main() -> int:
     parser.add_argument("--team-every", type=int, default=0, metavar="N")
     parser.add_argument("--desktop-every", type=int, default=3, metavar="N")
     parser.add_argument("--approve-every", type=int, default=4, metavar="N")
+    parser.add_argument("--approval-timeout", type=int, default=0, metavar="SECONDS")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="smarthole-torture-") as folder:
         result = torture(
@@ -503,6 +532,7 @@ def main() -> int:
             team_every=args.team_every,
             desktop_every=args.desktop_every,
             approve_every=args.approve_every,
+            approval_timeout=args.approval_timeout,
         )
     print(json.dumps(result.__dict__, indent=2))
     print("OK" if result.ok else "FAILED")

@@ -76,6 +76,24 @@ def test_random_kills_around_approvals_never_run_a_call_without_a_yes_nor_twice(
     assert result.approvals == 4, result
 
 
+def test_random_kills_across_approval_expiries_never_approve_late(tmp_path):
+    result = torture.torture(
+        messages=6,
+        channels=2,
+        kills=4,
+        seed=11,
+        root=tmp_path,
+        max_gap=0.5,
+        quiet=True,
+        desktop_every=0,
+        approve_every=2,
+        approval_timeout=1,
+    )
+    check(result)
+    assert result.approved_late == 0, result  # an answer after the expiry approves nothing
+    assert result.expired >= 1, result  # some did expire: the case is exercised
+
+
 def test_a_disagreement_between_ledger_turns_and_events_is_reported(home, fake, env):
     fake.default = text("ok")
     drop(home, "hello", "m1")
