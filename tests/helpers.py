@@ -337,6 +337,30 @@ def pdf_bytes(pages: int = 1, padding: int = 0) -> bytes:
     return body.encode() + b"%" + b"x" * padding + b"\n%%EOF\n"
 
 
+def compressed_pdf_bytes(pages: int = 1) -> bytes:
+    """A PDF 1.5 whose every dictionary (catalog, page tree, pages) is in one Flate-compressed
+    object stream, as pdfTeX and qpdf write them: no ``/Type /Page`` in the file's own bytes."""
+    import zlib
+
+    kids = " ".join(f"{3 + n} 0 R" for n in range(pages))
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>",
+        *["<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>"] * pages,
+    ]
+    offsets, body = [], ""
+    for text in objects:
+        offsets.append(len(body))
+        body += text + "\n"
+    header = " ".join(f"{n} {offset}" for n, offset in enumerate(offsets, start=1)) + "\n"
+    packed = zlib.compress((header + body).encode())
+    stream = (
+        f"{len(objects) + 1} 0 obj\n<< /Type /ObjStm /N {len(objects)} /First {len(header)} "
+        f"/Filter /FlateDecode /Length {len(packed)} >>\nstream\n"
+    ).encode()
+    return b"%PDF-1.5\n" + stream + packed + b"\nendstream\nendobj\n%%EOF\n"
+
+
 def bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
     """A PNG that says it is ``width`` x ``height`` pixels in a few KB (a decompression bomb)."""
     import struct

@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING
 from ..errors import MessageError
 from ..formats import display_name
 from .kinds import BY_SUFFIX, PDF, kind_of, sniff, suffix_of
+from .pdf import pdf_pages
 
 if TYPE_CHECKING:
     from ..config import AttachmentSettings
 
 NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,255}")
 HEAD_BYTES = 16
-# A page object; PDFs that keep their objects in compressed streams show the page tree's count.
-PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
-COUNT = re.compile(rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)|/Count\s+(\d+)[^>]*?/Type\s*/Pages\b")
 ACCEPTED = "JPEG, PNG, GIF, WebP, PDF, or UTF-8 text (.txt, .md, .csv, .json)"
 
 
@@ -99,25 +97,16 @@ def accept(
         )
         return Accepted(name, media_type, data, checked.sent)
     if kind == "pdf":
-        pages = pdf_pages(data)
+        if b"%%EOF" not in data[-2048:]:  # a slice: no copy of the whole file
+            raise MessageError(f"{name}: not a complete PDF (no %%EOF at its end)")
+        pages = pdf_pages(name, data)
         if pages > settings.max_pdf_pages:
             raise MessageError(
                 f"{name}: {pages} pages is more than max_pdf_pages ({settings.max_pdf_pages})"
             )
-        if b"%%EOF" not in data[-2048:]:  # a slice: no copy of the whole file
-            raise MessageError(f"{name}: not a complete PDF (no %%EOF at its end)")
         return Accepted(name, PDF, data)
     _check_text(name, data, media_type)
     return Accepted(name, media_type, data)
-
-
-def pdf_pages(data: bytes) -> int:
-    """The pages of a PDF, counted without a PDF library (page objects, else the page tree)."""
-    pages = len(PAGE.findall(data))
-    if pages:
-        return pages
-    counts = [int(a or b) for a, b in COUNT.findall(data)]
-    return max(counts, default=0)
 
 
 def _check_text(name: str, data: bytes, media_type: str) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from smarthole.attachments import accept
 from smarthole.config import AttachmentSettings
 from smarthole.errors import MessageError
-from tests.helpers import image_bytes, pdf_bytes
+from tests.helpers import compressed_pdf_bytes, image_bytes, pdf_bytes
 
 PROPERTIES = settings(
     max_examples=300,
@@ -21,7 +21,8 @@ PROPERTIES = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 LIMITS = AttachmentSettings(max_image_pixels=1_000_000)
-SEEDS = [image_bytes(fmt=f) for f in ("PNG", "JPEG", "GIF", "WEBP")] + [pdf_bytes(), b"a,b\n"]
+SEEDS = [image_bytes(fmt=f) for f in ("PNG", "JPEG", "GIF", "WEBP")]
+SEEDS += [pdf_bytes(), compressed_pdf_bytes(), b"a,b\n"]
 names = st.builds(
     lambda stem, suffix: os.fsdecode(stem) + suffix,
     st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\0" not in b),
