@@ -249,7 +249,7 @@ class HistoryCache:
                     if self._attachments is not None and has_attachments(content):
                         full = row_turn >= kept.cutoff
                         content, held = self._attachments.resolve(content, created_at, full=full)
-                        if full and held:
+                        if full:  # an image holds a marker, not its bytes: held may be 0
                             kept.full.add(row_turn)
                     content.insert(0, context(row_turn, created_at))
             elif code == USER:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 
 from smarthole.testing import text
 from tests.helpers import (
@@ -63,6 +65,27 @@ def test_history_turns_replaces_older_attachments_with_a_note(home, fake, env):
     note = third.messages[0]["content"][1]["text"]
     assert note.startswith("[attachment photo.png (image/png, ")
     assert "not sent again" in note
+
+
+def test_history_turns_holds_in_a_running_daemon(home, fake, env, threads):
+    """The daemon keeps a conversation's history between turns: the photo of turn 1 is sent
+    whole in turn 1 only, and as the one-line note in the request bodies of turns 2 to 4."""
+    write_config(home, attachments={"history_turns": 1})
+    threads(home, env)
+    fake.default = text("ok")
+    drop_folder(home, "m1", {"message.md": b"Photo", "photo.png": PHOTO})
+    wait_for(lambda: len(finals(home)) == 1)
+    for n in (2, 3, 4):
+        drop(home, f"Turn {n}", f"m{n}")
+        wait_for(lambda n=n: len(finals(home)) == n, message=f"reply {n}")
+    photo = base64.b64encode(PHOTO).decode()
+    first, *later = fake.requests
+    assert first_user_blocks(first) == ["text", "image", "text"]
+    assert photo in json.dumps(first.body)
+    for request in later:
+        assert first_user_blocks(request) == ["text", "text", "text"]
+        assert request.messages[0]["content"][1]["text"].startswith("[attachment photo.png (")
+        assert photo not in json.dumps(request.body)
 
 
 def test_a_team_task_gives_the_attachments_to_its_first_agent(home, fake, env):
