@@ -4,7 +4,7 @@ and ``tasks`` (list, show, abort) print them (``cli.commands.teams`` declares th
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LookupFailed
 from .common import daemon_pid
@@ -18,12 +18,14 @@ if TYPE_CHECKING:
 
 def print_agents(home: Home, *, as_json: bool) -> None:
     """The entry agent first, then each team agent with its description, model and tools;
-    with a daemon running, the agents it has loaded, marked where config.toml now differs."""
-    from ..daemon.loaded import agent_listing, beside_disk
+    with a daemon running, the agents it has loaded, each difference on disk named with where
+    it comes from (config.toml, or a tool's plugin and its file)."""
+    from ..daemon.loaded import agent_differences, agent_listing, beside_disk
     from ..daemon.state import recorded
-    from .render import loaded_footer, loaded_mark
+    from .render import loaded_footer
 
-    listing = beside_disk(home, recorded(home, "agents"), agent_listing)
+    explain = agent_differences(recorded(home, "plugins"))
+    listing = beside_disk(home, recorded(home, "agents"), agent_listing, explain)
     if listing.disk_error:
         print(f"smarthole: {listing.disk_error} (the next start would fail)", file=sys.stderr)
     if as_json:
@@ -33,14 +35,44 @@ def print_agents(home: Home, *, as_json: bool) -> None:
         print("As loaded by the running daemon:")
     for entry in listing.entries:
         role = " (entry agent)" if entry["role"] == "entry" else ""
-        mark = loaded_mark(entry, "in config.toml")
+        mark, differs = _differences(entry)
         print(f"{one_line(entry['name'])}{role}: {short(entry['description'], 200)}{mark}")
         print(f"  model: {one_line(entry['model'])}")
         print(f"  tools: {', '.join(one_line(t) for t in entry['tools']) or 'none'}")
+        for line in differs:
+            print(f"  {line}")
     if not any(entry["role"] == "team" for entry in listing.entries):
         print("No team agents: add [agents.<name>] tables to config.toml (see the README).")
     for line in loaded_footer(listing.entries):
         print(line)
+
+
+def _differences(entry: dict[str, Any]) -> tuple[str, list[str]]:
+    """The mark of an agent whose disk differs from the running daemon's, naming where it
+    changed, and one line per difference (``differs``, from
+    :func:`smarthole.daemon.loaded.agent_differences`)."""
+    differs = entry.get("differs") or []
+    if not differs:
+        from .render import loaded_mark
+
+        return loaded_mark(entry, "in config.toml"), []
+    places = sorted(
+        {"config.toml" if d["from"].startswith("config.toml") else "plugins" for d in differs}
+    )
+    lines = []
+    for item in differs:
+        where = one_line(item["from"])
+        if item["what"] != "tool":
+            lines.append(f"{item['what']} in {where}: now {short(str(item['on_disk']), 200)!r}")
+        elif item["on_disk"]:
+            lines.append(f"tool {one_line(item['name'])}, from {where}: not loaded by the daemon")
+        else:
+            lines.append(
+                f"tool {one_line(item['name'])}, from {where}: loaded by the daemon, "
+                "no longer on disk"
+            )
+    mark = f"  (changed in {' and '.join(places)} since the running daemon loaded it)"
+    return mark, lines
 
 
 def print_tasks(table: Tasks, *, everything: bool, as_json: bool) -> None:

@@ -92,11 +92,15 @@ class Listing:
 
 
 def beside_disk(
-    home: Home, loaded: list[Entry] | None, listing: Callable[[App], list[Entry]]
+    home: Home,
+    loaded: list[Entry] | None,
+    listing: Callable[[App], list[Entry]],
+    explain: Callable[[App, Entry, Entry], list[Entry]] | None = None,
 ) -> Listing:
     """``loaded``, what the running daemon recorded (``state.recorded``), marked by
     :func:`compare` against the ``listing`` of the app the disk loads now; with no daemon
-    (``loaded`` is None), the disk's.
+    (``loaded`` is None), the disk's. ``explain(app, loaded_entry, disk_entry)`` says what
+    differs in a changed entry (its ``differs``).
 
     With no daemon running, a disk that does not load raises (``ConfigError``,
     ``PluginError``); with one, the daemon's entries are shown as they are, and why is kept.
@@ -112,11 +116,17 @@ def beside_disk(
         return Listing(loaded, from_daemon=True, disk_error=str(exc))
     try:
         on_disk = listing(app)
+        if loaded is None:
+            return Listing(on_disk)
+        entries = compare(loaded, on_disk)
+        if explain is not None:
+            disk = {entry["name"]: entry for entry in on_disk}
+            for entry, was in zip(entries, loaded, strict=False):
+                if entry["changed"]:
+                    entry["differs"] = explain(app, was, disk[entry["name"]])
     finally:
         app.close()
-    if loaded is None:
-        return Listing(on_disk)
-    return Listing(compare(loaded, on_disk), from_daemon=True)
+    return Listing(entries, from_daemon=True)
 
 
 def compare(
@@ -138,3 +148,59 @@ def compare(
         if entry["name"] not in names:
             listed.append({**entry, "loaded": False, "on_disk": True, "changed": False})
     return listed
+
+
+def agent_differences(
+    loaded_plugins: list[Entry] | None,
+) -> Callable[[App, Entry, Entry], list[Entry]]:
+    """What differs between an agent the running daemon loaded and the same agent on disk now,
+    each difference with where it comes from: config.toml, or a tool's plugin (its file), as
+    the disk has it, else as the daemon recorded it (``loaded_plugins``)."""
+
+    def explain(app: App, loaded: Entry, on_disk: Entry) -> list[Entry]:
+        from ..teams.prompts import FINISH_TASK, START_TASK
+
+        table = f"config.toml [agents.{loaded['name']}]"
+        plugins = {**tool_origins(loaded_plugins or []), **tool_origins(plugin_listing(app))}
+        if loaded["role"] == "team":
+            sources = {"description": table, "model": table}
+
+            def origin(tool: str) -> str:
+                return plugins.get(tool, "?") if tool == FINISH_TASK else f"{table} tools"
+        else:
+            sources = {"model": "config.toml [model]"}
+
+            def origin(tool: str) -> str:
+                if tool == START_TASK:
+                    return "config.toml [agents] (a team is configured)"
+                return plugins.get(tool, "a plugin no longer loaded")
+
+        differs: list[Entry] = [
+            {"what": key, "loaded": loaded.get(key), "on_disk": on_disk.get(key), "from": source}
+            for key, source in sources.items()
+            if loaded.get(key) != on_disk.get(key)
+        ]
+        before, now = loaded.get("tools") or [], on_disk.get("tools") or []
+        differs += [
+            {
+                "what": "tool",
+                "name": name,
+                "loaded": name in before,
+                "on_disk": name in now,
+                "from": origin(name),
+            }
+            for name in [*(n for n in now if n not in before), *(n for n in before if n not in now)]
+        ]
+        return differs
+
+    return explain
+
+
+def tool_origins(plugins: list[Entry]) -> dict[str, str]:
+    """Where each tool of a plugin listing comes from, for people: its plugin and its file."""
+    return {
+        tool["name"]: f"plugin {plugin['name']} ({plugin['source']}: {plugin['location']})"
+        for plugin in plugins
+        for tool in plugin.get("tools") or []
+        if isinstance(tool, dict) and "name" in tool
+    }

@@ -172,10 +172,40 @@ def test_agents_shows_what_the_daemon_loaded_and_marks_config_toml(home, env, th
         "researcher: Finds facts in the notes  "
         "(changed in config.toml since the running daemon loaded it)"
     ) in out
+    assert ("  description in config.toml [agents.researcher]: now 'Finds facts on the web'") in out
     assert said(home, capsys, "reload").startswith("Reloaded ")
     agents = listed(home, capsys, "agents")
     assert sorted(agents) == ["assistant", "editor", "researcher"]
     assert all(marks(agent) == (True, True, False) for agent in agents.values())
+    assert daemon.stop() == 0
+
+
+def test_agents_names_a_new_plugins_tools_as_not_loaded(home, env, threads, capsys):
+    """A new plugin file is not a change of config.toml: the entry agent's line says its
+    tools changed in plugins, and names each new tool, its plugin and its file."""
+    folder = home / "plugins"
+    folder.mkdir(exist_ok=True)
+    write_config(home, plugins={"paths": ["plugins"]})
+    daemon = threads(home, env)
+    (folder / "parrot.py").write_text(PLUGIN.format(name="parrot"))
+    (assistant,) = [a for a in listed(home, capsys, "agents").values() if a["role"] == "entry"]
+    assert "parrot" not in assistant["tools"]  # the daemon's list
+    (differs,) = assistant["differs"]
+    assert differs == {
+        "what": "tool",
+        "name": "parrot",
+        "loaded": False,
+        "on_disk": True,
+        "from": f"plugin parrot (folder: {folder / 'parrot.py'})",
+    }
+    out = said(home, capsys, "agents").splitlines()
+    (entry,) = [line for line in out if "(entry agent)" in line]
+    assert entry.endswith("  (changed in plugins since the running daemon loaded it)")
+    assert "config.toml" not in entry
+    assert (
+        f"  tool parrot, from plugin parrot (folder: {folder / 'parrot.py'}): "
+        "not loaded by the daemon"
+    ) in out
     assert daemon.stop() == 0
 
 
