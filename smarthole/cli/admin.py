@@ -153,13 +153,12 @@ def _where(settings: Any) -> dict[str, str]:
 
 def mcp_servers(store: Store, *, running: bool) -> list[dict[str, Any]]:
     """Each MCP server's state as the daemon recorded it; without a daemon, all stopped."""
-    from ..mcpservers import recorded_views
+    from ..mcpservers import ServerState, recorded_views
 
     views = recorded_views(store.plugin_data("mcp"))
     if not running:  # a daemon killed with -9 could not record that its servers stopped
-        views = [
-            {**v, "state": "stopped" if v["state"] != "disabled" else "disabled"} for v in views
-        ]
+        off, gone = ServerState.DISABLED, ServerState.STOPPED
+        views = [{**v, "state": off if v["state"] == off else gone} for v in views]
     return [{k: v for k, v in view.items() if k != "tools"} for view in views]
 
 

@@ -102,7 +102,9 @@ def state_file(home: Home, state: dict[str, Any] | None, now: datetime) -> dict[
     else:
         since = None  # written by a daemon older than written_at: no telling
     age = (now - since).total_seconds() if since else None
-    stopping = state is not None and state.get("status") == "stopping"  # its loop no longer runs
+    from ..daemon.state import DaemonStatus
+
+    stopping = state is not None and state.get("status") == DaemonStatus.STOPPING
     return {
         "written_at": written,
         "age_seconds": round(age, 1) if written and age is not None else None,

@@ -31,7 +31,7 @@ def server_views(home: Home) -> list[dict[str, Any]]:
 def call(home: Home, server: str, tool_name: str, arguments: dict[str, Any]) -> int:
     """Start ``server``, call its tool ``tool_name`` and print the result; the exit code."""
     from ..app import App
-    from ..mcpservers import McpServers, exposed_name
+    from ..mcpservers import McpServers, ServerState, exposed_name
 
     app = App.load(home)
     try:
@@ -41,7 +41,7 @@ def call(home: Home, server: str, tool_name: str, arguments: dict[str, Any]) -> 
         servers.start()
         try:
             (view,) = servers.views()
-            if view.state != "ready":
+            if view.state is not ServerState.READY:
                 print("\n".join(server_lines([view.as_dict()], tools=False)), file=sys.stderr)
                 return ExitCode.FAILED
             name = tool_name if "__" in tool_name else exposed_name(server, tool_name)
@@ -77,6 +77,7 @@ def _beside_config(home: Home, views: list[dict[str, Any]]) -> list[dict[str, An
     from ..config import load_config
     from ..daemon.loaded import compare
     from ..errors import ConfigError
+    from ..mcpservers import ServerState
 
     try:
         servers = load_config(home).mcp.servers
@@ -88,7 +89,7 @@ def _beside_config(home: Home, views: list[dict[str, Any]]) -> list[dict[str, An
             "name": name,
             "transport": server.transport,
             "target": server.describe(),
-            "state": "not started" if server.enabled else "disabled",
+            "state": ServerState.NOT_STARTED if server.enabled else ServerState.DISABLED,
         }
         for name, server in servers.items()
     ]
@@ -98,8 +99,10 @@ def _beside_config(home: Home, views: list[dict[str, Any]]) -> list[dict[str, An
 def _same_server(running: dict[str, Any], configured: dict[str, Any]) -> bool:
     """Reached the same way, and enabled alike."""
 
+    from ..mcpservers import ServerState
+
     def key(view: dict[str, Any]) -> tuple[str, str, bool]:
-        return view["transport"], view["target"], view["state"] == "disabled"
+        return view["transport"], view["target"], view["state"] == ServerState.DISABLED
 
     return key(running) == key(configured)
 

@@ -12,7 +12,7 @@ from ..db.approvals import Approval
 from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
-from ..db.states import ConversationStatus
+from ..db.states import ConversationStatus, OutboxKind
 from ..formats import iso
 from .common import title_line
 from .health import (
@@ -124,7 +124,8 @@ def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list
     if tools:
         lines.append(f"   tools: {', '.join(one_line(t) for t in dict.fromkeys(tools))}")
     for item in finals:
-        lines.append(_said("agent" if item.kind == "response" else "error reply", item.text))
+        said_by = "agent" if item.kind == OutboxKind.RESPONSE else "error reply"
+        lines.append(_said(said_by, item.text))
     return lines
 
 
@@ -303,10 +304,12 @@ def status_text(report: dict[str, Any]) -> str:
 
 def _desktop_line(bridge: dict[str, Any]) -> str:
     """``desktop bridge: connected to ws://... as smarthole · 2 notifications waiting``."""
+    from ..builtins.desktop.records import BridgeState
+
     line = f"desktop bridge: {bridge['state']}"
-    if bridge["state"] != "disabled":
+    if bridge["state"] != BridgeState.DISABLED:
         line += f" ({one_line(bridge['url'])} as {one_line(bridge['name'])})"
-    if bridge["last_error"] and bridge["state"] != "connected":
+    if bridge["last_error"] and bridge["state"] != BridgeState.CONNECTED:
         line += f" · last error: {short(bridge['last_error'], 80)}"
     waiting = bridge["notifications_waiting"]
     if waiting:
@@ -372,10 +375,12 @@ HINTS = (
 
 def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
     """Each server, its transport and state, and (with ``tools``) its tools."""
+    from ..mcpservers import ServerState
+
     lines = []
     for view in views:
         state = view["state"] + (f": {one_line(view['reason'])}" if view.get("reason") else "")
-        if view.get("retry_at") and view["state"] == "failed":
+        if view.get("retry_at") and view["state"] == ServerState.FAILED:
             state += f" (next try {view['retry_at']})"
         mark = loaded_mark(view, "in config.toml", "started")
         lines.append(f"{view['name']}  {view['transport']}: {one_line(view['target'])}{mark}")

@@ -30,7 +30,7 @@ def print_schedules(schedules: Schedules, *, as_json: bool) -> None:
     for row in rows:
         timing = next(f"{k} {row[k]}" for k in ("cron", "every", "at") if k in row)
         name = row["name"] or "-"
-        when = row["next_local"] if row["state"] == "active" else row["state"]
+        when = row["next_local"] if row["state"] == ScheduleState.ACTIVE else row["state"]
         print(f"{row['id'][:8]}  {one_line(name)}  [{row['source']}]  {short(timing, 40)}")
         print(f"    next: {when or 'never'}   ({one_line(row['timezone'])})")
         run = row["last_run"]

@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,14 @@ def recorded(home: Home, key: str) -> list[dict[str, Any]] | None:
     return [e for e in value if isinstance(e, dict) and isinstance(e.get("name"), str)]
 
 
+class DaemonStatus(StrEnum):
+    """``status`` in daemon.json: one of these, or the status line while the daemon serves."""
+
+    STARTING = "starting"
+    STOPPING = "stopping"  # its loop no longer runs
+    STOPPED = "stopped"
+
+
 class DaemonState:
     """The daemon's own record of itself; :meth:`flush` writes it when it changed."""
 
@@ -81,7 +90,7 @@ class DaemonState:
             "version": __version__,
             "started_at": iso(clock()),
             "ready": False,
-            "status": "starting",
+            "status": DaemonStatus.STARTING,
             "reloaded_at": None,
             "restart_needed": [],  # what a reload read but only a restart applies
             "last_error": None,

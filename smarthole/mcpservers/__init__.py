@@ -7,5 +7,6 @@ loop thread; ``names`` and ``results`` map names and results to what the Message
 
 from .manager import McpServers, recorded_views
 from .names import exposed_name, tool_matches
+from .servers import ServerState
 
-__all__ = ["McpServers", "exposed_name", "recorded_views", "tool_matches"]
+__all__ = ["McpServers", "ServerState", "exposed_name", "recorded_views", "tool_matches"]

@@ -19,7 +19,7 @@ from ..config.mcp import McpSettings
 from ..formats import utc_now
 from ..home import Home
 from ..tools import ToolRegistry
-from .servers import Server, ServerView
+from .servers import Server, ServerState, ServerView
 
 if TYPE_CHECKING:
     from ..db.plugindata import PluginData
@@ -107,7 +107,7 @@ class McpServers:
             self._tasks[server.settings.name] = loop.submit(server.supervise(stop))
         if wait:
             loop.submit(_all_settled(enabled)).result()
-            ready = sum(1 for s in enabled if s.view.state == "ready")
+            ready = sum(1 for s in enabled if s.view.state is ServerState.READY)
             logger.info("MCP servers: %d of %d ready", ready, len(enabled))
 
     def stop(self) -> None:
@@ -119,8 +119,8 @@ class McpServers:
         loop.stop()
         self._loop = None
         for server in self.servers.values():
-            if server.view.state != "disabled":
-                server.view.state = "stopped"
+            if server.view.state is not ServerState.DISABLED:
+                server.view.state = ServerState.STOPPED
         self._save()
 
     def _halt(self, names: list[str]) -> None:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,17 @@ STEADY_SECONDS = 60.0  # up this long, a server that exits starts again from the
 IDEMPOTENT_HINTS = ("readOnlyHint", "idempotentHint")
 
 
+class ServerState(StrEnum):
+    """Where a server stands, as ``status`` and ``smarthole mcp list`` show it."""
+
+    NOT_STARTED = "not started"  # configured; no daemon runs (``mcp list`` without one)
+    DISABLED = "disabled"
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
 @dataclass
 class ServerView:
     """What ``status`` and ``smarthole mcp list`` show of a server: no secret in it."""
@@ -43,7 +55,7 @@ class ServerView:
     name: str
     transport: str
     target: str
-    state: str = "starting"  # disabled | starting | ready | failed | stopped
+    state: ServerState = ServerState.STARTING
     reason: str | None = None
     stderr: list[str] = field(default_factory=list)
     since: str | None = None
@@ -87,7 +99,7 @@ class Server:
         )
         self.stray_lines = StrayLines(self.settings.name)
         if self.resolved is None:
-            self.view.state = "disabled"
+            self.view.state = ServerState.DISABLED
 
     @property
     def group(self) -> str:
@@ -98,7 +110,7 @@ class Server:
     async def supervise(self, stopping: asyncio.Event) -> None:
         failures = 0
         while not stopping.is_set():
-            self._set("starting")
+            self._set(ServerState.STARTING)
             up_at = await self._run_once(stopping)
             if stopping.is_set():
                 break
@@ -110,7 +122,7 @@ class Server:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), delay)
         self._uninstall()
-        self._set("stopped")
+        self._set(ServerState.STOPPED)
 
     async def _run_once(self, stopping: asyncio.Event) -> float | None:
         """Start, serve until the server is gone; returns when it was up (None if never)."""
@@ -137,7 +149,7 @@ class Server:
         up_at = time.monotonic()
         self.connection = connection
         self._install(tools)
-        self._set("ready")
+        self._set(ServerState.READY)
         if self._logged_failure:
             logger.info("MCP server %s is ready again", self.settings.name)
         self._logged_failure = False
@@ -152,7 +164,7 @@ class Server:
 
     def _fail(self, reason: str) -> None:
         self.view.stderr = [self._redact(line) for line in stderr_tail(self.stderr_path)]
-        self._set("failed", reason)
+        self._set(ServerState.FAILED, reason)
         if not self._logged_failure:
             said = "".join(f"\n    {line}" for line in self.view.stderr)
             logger.warning(
@@ -173,14 +185,14 @@ class Server:
         self.view.retry_at = iso(self.clock() + timedelta(seconds=delay))
         self.on_change()
 
-    def _set(self, state: str, reason: str | None = None) -> None:
+    def _set(self, state: ServerState, reason: str | None = None) -> None:
         self.view.state = state
         self.view.reason = reason
         self.view.since = iso(self.clock())
-        if state != "failed":
+        if state is not ServerState.FAILED:
             self.view.retry_at = None
             self.view.stderr = []
-        if state == "ready":
+        if state is ServerState.READY:
             self.settled.set()
         self.on_change()
 

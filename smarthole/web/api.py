@@ -32,7 +32,7 @@ from ..home import Home
 from . import posting
 from .auth import AUTHENTICATED
 from .follower import BATCH, DaemonState, EventFollower, follow
-from .reads import TURNS_SHOWN, Reader, said_dict
+from .reads import TURNS_SHOWN, Reader, RowState, said_dict
 
 MAX_BODY = 4 * 1024 * 1024  # a request body larger than this is refused before it is parsed
 THUMBNAIL_EDGE = 240
@@ -86,7 +86,7 @@ class Api:
         count = max(1, min(_int(request, "turns", TURNS_SHOWN), 500))
         first = max(1, last - count + 1)
         turns = self.reader.human_turns(conversation, first=first, last=last) if last else []
-        waiting_turn = conversation.turns if row.state == "waiting" else None
+        waiting_turn = conversation.turns if row.state is RowState.WAITING else None
         messages = []
         for turn in turns:
             questions = [i for i, s in enumerate(turn.said) if s.kind == "question"]

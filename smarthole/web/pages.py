@@ -19,7 +19,7 @@ from ..agent.prompts import UNTITLED
 from ..errors import LookupFailed
 from ..formats import utc_now
 from . import markdown
-from .reads import STATES, TURNS_SHOWN, ConversationRow, Reader
+from .reads import STATES, TURNS_SHOWN, ConversationRow, Reader, RowState
 
 if TYPE_CHECKING:
     from ..db.events import EventLog
@@ -138,7 +138,8 @@ class Pages:
     def _live_parts(self, row: ConversationRow, team_turn: int | None) -> dict[str, Any]:
         conversation = row.conversation
         shown = team_turn if team_turn is not None else conversation.turns
-        pending = conversation.turns if row.state == "waiting" else None  # the turn that asked
+        # the turn that asked
+        pending = conversation.turns if row.state is RowState.WAITING else None
         return {
             "bar": self.reader.bar(row),
             "team": self.reader.team(conversation, shown),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from ..agent.prompts import UNTITLED
@@ -31,34 +32,46 @@ from ..formats import iso
 PAGE_SIZE = 50  # conversations on a page of the list
 SEARCH_HITS = 50  # hits a search shows
 TURNS_SHOWN = 50  # human turns a conversation page shows at first; earlier ones on demand
+
+
+class RowState(StrEnum):
+    """A conversation's state as the web view shows it (derived from its turns, not stored)."""
+
+    NEW = "new"
+    RUNNING = "running"
+    WAITING = "waiting"  # for the person: a question asked, or a tool call to approve
+    ANSWERED = "answered"
+    ERROR = "error"
+
+
 STATES = {
-    "new": "new",
-    "running": "running",
-    "waiting": "waiting for your answer",
-    "answered": "answered",
-    "error": "error",
+    RowState.NEW: "new",
+    RowState.RUNNING: "running",
+    RowState.WAITING: "waiting for your answer",
+    RowState.ANSWERED: "answered",
+    RowState.ERROR: "error",
 }
 RUNNING_TURNS = (TurnStatus.RUNNING, TurnStatus.INTERRUPTED, TurnStatus.DEFERRED)
 
 
-def state_of(last_turn: TurnStatus | None, waiting: bool, approving: bool = False) -> str:
+def state_of(last_turn: TurnStatus | None, waiting: bool, approving: bool = False) -> RowState:
     """A conversation's state as a person reads it, from its latest turn (``approving``: a
     tool call of that turn waits for the person's approval)."""
     if approving:
-        return "waiting"
+        return RowState.WAITING
     if last_turn is None:
-        return "new"
+        return RowState.NEW
     if last_turn in RUNNING_TURNS:
-        return "running"
+        return RowState.RUNNING
     if last_turn is TurnStatus.FAILED:
-        return "error"
-    return "waiting" if waiting else "answered"
+        return RowState.ERROR
+    return RowState.WAITING if waiting else RowState.ANSWERED
 
 
 @dataclass(frozen=True)
 class ConversationRow:
     conversation: Conversation
-    state: str
+    state: RowState
 
     @property
     def title(self) -> str:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from smarthole.builtins.desktop.protocol import Notification
-from smarthole.builtins.desktop.records import BridgeRecords, bridge_report
+from smarthole.builtins.desktop.records import BridgeRecords, BridgeState, ReplyState, bridge_report
 from smarthole.db.store import Store
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -47,14 +47,14 @@ def test_notifications_wait_oldest_first_and_are_kept_once(records):
     assert records.queue(notification("early", 1))
     assert not records.queue(notification("early", 1)), "a repeated delivery is not kept again"
     assert [n.outbox_id for n in records.waiting()] == ["early", "late"]
-    records.mark(records.waiting()[0], "sent")
+    records.mark(records.waiting()[0], ReplyState.SENT)
     assert [n.outbox_id for n in records.waiting()] == ["late"]
     assert not records.queue(notification("early", 1)), "nor once it was sent"
 
 
 def test_pruning_forgets_old_sent_notifications_and_messages_never_waiting_ones(records, clock):
     records.queue(notification("sent", 0))
-    records.mark(notification("sent", 0), "sent")
+    records.mark(notification("sent", 0), ReplyState.SENT)
     records.queue(notification("waiting", 0))
     records.taken({"m1": None})
     clock.moments.append(NOW + timedelta(days=8))
@@ -76,7 +76,7 @@ def test_pruning_forgets_old_sent_notifications_and_messages_never_waiting_ones(
     ],
 )
 def test_the_status_report(records, enabled, running, state, last_error):
-    records.set_status("connected", url="ws://x", name="n", last_error=None)
+    records.set_status(BridgeState.CONNECTED, url="ws://x", name="n", last_error=None)
     records.queue(notification("a", 0))
     report = bridge_report(records.store, enabled=enabled, running=running, url="ws://y", name="m")
     assert (report["state"], report["last_error"]) == (state, last_error)

@@ -27,6 +27,7 @@ from ...errors import DesktopError
 from . import protocol
 from .backlog import Backlog
 from .protocol import BadFrame
+from .records import BridgeState, ReplyState
 
 if TYPE_CHECKING:
     from .intake import Intake
@@ -83,7 +84,7 @@ class Bridge:
 
     def start(self) -> None:
         self.records.set_status(
-            "connecting",
+            BridgeState.CONNECTING,
             url=self.identity.url,
             name=self.identity.name,
             last_error=None,
@@ -118,7 +119,7 @@ class Bridge:
             asyncio.run(self._main())
         except Exception:  # never silently: the status says so, the daemon carries on
             logger.exception("desktop: the bridge stopped after an unexpected error")
-            self.records.set_status("error", last_error="the bridge stopped after a bug")
+            self.records.set_status(BridgeState.ERROR, last_error="the bridge stopped after a bug")
         finally:
             self._started.set()
 
@@ -128,7 +129,7 @@ class Bridge:
         self._started.set()
         attempt = 0
         while not self._stopping.is_set():
-            await self._status("connecting")
+            await self._status(BridgeState.CONNECTING)
             registered, reason = await self._session_until_stopped()
             if registered:
                 attempt = 0
@@ -136,7 +137,7 @@ class Bridge:
                 await asyncio.to_thread(self.emit, "bridge_disconnected", reason=reason)
             if self._stopping.is_set():
                 break
-            await self._status("error", last_error=reason)
+            await self._status(BridgeState.ERROR, last_error=reason)
             delay = backoff_ms(attempt) / 1000
             attempt += 1
             if not registered:
@@ -165,7 +166,7 @@ class Bridge:
         except asyncio.CancelledError:
             return False, STOPPING
 
-    async def _status(self, state: str, **fields: Any) -> None:
+    async def _status(self, state: BridgeState, **fields: Any) -> None:
         await asyncio.to_thread(self.records.set_status, state, **fields)
 
     async def _session(self) -> tuple[bool, str]:
@@ -227,7 +228,7 @@ class Bridge:
     def _record_connected(self, client_id: str | None) -> None:
         """The state and its event in one commit: whoever sees one sees the other."""
         with self.records.store.transaction():
-            self.records.set_status("connected", last_error=None, client_id=client_id)
+            self.records.set_status(BridgeState.CONNECTED, last_error=None, client_id=client_id)
             self.emit(
                 "bridge_connected",
                 url=self.identity.url,
@@ -307,7 +308,7 @@ class Bridge:
                     return  # kept: it goes after the next registration
                 title = await asyncio.to_thread(self.title_for, notification.conversation)
                 # Marked sent first: at most once, even if the daemon dies right here.
-                await asyncio.to_thread(self.records.mark, notification, "sent")
+                await asyncio.to_thread(self.records.mark, notification, ReplyState.SENT)
                 await ws.send(protocol.encode(notification.frame(title)))
                 logger.info(
                     "desktop: sent %s %s as a notification on message %s",

@@ -28,7 +28,7 @@ from ...pipeline.message import (
     render_message_file,
 )
 from . import protocol
-from .records import text_digest
+from .records import MessageRecord, text_digest
 
 if TYPE_CHECKING:
     from ...db.ledger import Ledger
@@ -110,7 +110,7 @@ class Intake:
         known = self.records.message(message_id)
         if digest != self._known_digest(message_id, known, digest):
             return self._reused(message_id)
-        if known is not None and known.get("state") == "taken":
+        if known is not None and known.get("state") == MessageRecord.TAKEN:
             logger.info("desktop: message %s came again; acknowledged, answered once", message_id)
             return Taken(protocol.ack(message_id))
         try:

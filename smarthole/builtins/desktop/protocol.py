@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...db.outbox import OutboxItem
+from ...db.states import OutboxKind
 from ...errors import DesktopError
 
 KNOWN_TYPES = ("registration_response", "message")
@@ -111,7 +112,7 @@ class Notification:
 
     def frame(self, title: str) -> dict[str, Any]:
         """The ``notification`` response; ``title`` is the conversation's title or the name."""
-        title = ERROR_TITLE if self.kind == "error" else title
+        title = ERROR_TITLE if self.kind == OutboxKind.ERROR else title
         priority = PRIORITIES.get(self.kind, "normal")
         return response(
             self.desktop_id,

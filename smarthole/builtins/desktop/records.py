@@ -18,6 +18,7 @@ import hashlib
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ...formats import parse_time
@@ -31,7 +32,31 @@ PLUGIN = "desktop"
 STATUS_KEY = "status"
 MESSAGE = "message:"
 REPLY = "reply:"
-STATES = ("disabled", "connecting", "connected", "error")
+
+
+class BridgeState(StrEnum):
+    """The bridge's state in its ``status`` record, as ``smarthole status`` shows it."""
+
+    DISABLED = "disabled"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    ERROR = "error"
+
+
+class ReplyState(StrEnum):
+    """A ``reply:`` record's notification: to send, or sent (at most once)."""
+
+    WAITING = "waiting"
+    SENT = "sent"
+
+
+class MessageRecord(StrEnum):
+    """A ``message:`` record: its inbox file about to be written, or written."""
+
+    TAKING = "taking"
+    TAKEN = "taken"
+
+
 # How long records are kept once they can no longer matter: a sent notification is never
 # sent again, and a message older than this will not be answered any more.
 KEEP_SENT = timedelta(days=7)
@@ -52,8 +77,7 @@ class BridgeRecords:
         value = self.data.get(STATUS_KEY)
         return value if isinstance(value, dict) else {}
 
-    def set_status(self, state: str, **fields: Any) -> None:
-        assert state in STATES, state
+    def set_status(self, state: BridgeState, **fields: Any) -> None:
         status = {**self.status(), **fields, "state": state, "since": self.store.now()}
         self.data.set(STATUS_KEY, status)
 
@@ -68,13 +92,13 @@ class BridgeRecords:
 
         ``digests`` maps each message id to :func:`text_digest` of its text; one commit.
         """
-        self._set_messages("taking", digests)
+        self._set_messages(MessageRecord.TAKING, digests)
 
     def taken(self, digests: Mapping[str, str | None]) -> None:
         """The inbox files are on disk: each id is answered once, however often it comes."""
-        self._set_messages("taken", digests)
+        self._set_messages(MessageRecord.TAKEN, digests)
 
-    def _set_messages(self, state: str, digests: Mapping[str, str | None]) -> None:
+    def _set_messages(self, state: MessageRecord, digests: Mapping[str, str | None]) -> None:
         now = self.store.now()
         with self.store.transaction():
             for message_id, digest in digests.items():
@@ -91,7 +115,8 @@ class BridgeRecords:
         with self._replies:
             if self.data.get(key) is not None:
                 return False  # ``deliver`` is at least once: a restart may repeat it
-            self.data.set(key, {**_notification_fields(notification), "state": "waiting"})
+            fields = {**_notification_fields(notification), "state": ReplyState.WAITING}
+            self.data.set(key, fields)
         return True
 
     def waiting(self) -> list[Notification]:
@@ -101,7 +126,7 @@ class BridgeRecords:
             if (
                 key.startswith(REPLY)
                 and isinstance(value, dict)
-                and value.get("state") == "waiting"
+                and value.get("state") == ReplyState.WAITING
             ):
                 try:
                     found.append(_notification(key.removeprefix(REPLY), value))
@@ -109,10 +134,10 @@ class BridgeRecords:
                     continue  # a record this version cannot read is never sent
         return sorted(found, key=lambda n: parse_time(n.created_at))
 
-    def mark(self, notification: Notification, state: str) -> None:
+    def mark(self, notification: Notification, state: ReplyState) -> None:
         """``sent`` before the frame goes out (at most once), ``waiting`` if it did not."""
         fields = {**_notification_fields(notification), "state": state}
-        if state == "sent":
+        if state == ReplyState.SENT:
             fields["sent_at"] = self.store.now()
         self.data.set(REPLY + notification.outbox_id, fields)
 
@@ -122,7 +147,7 @@ class BridgeRecords:
         for key, value in self.data.items():
             if not isinstance(value, dict):
                 continue
-            if key.startswith(REPLY) and value.get("state") == "sent":
+            if key.startswith(REPLY) and value.get("state") == ReplyState.SENT:
                 expired = _older(value.get("sent_at"), now - KEEP_SENT)
             elif key.startswith(MESSAGE):
                 expired = _older(value.get("received_at"), now - KEEP_MESSAGES)
@@ -170,12 +195,14 @@ def bridge_report(
     """The bridge's part of ``smarthole status``: state, URL, name, last error, waiting."""
     records = BridgeRecords(store)
     status = records.status()
+    state: BridgeState
     if not enabled:
-        state, last_error = "disabled", None
+        state, last_error = BridgeState.DISABLED, None
     elif not running:
-        state, last_error = "error", "the daemon is not running"
+        state, last_error = BridgeState.ERROR, "the daemon is not running"
     else:  # what the running daemon uses, which may differ from an edited config.toml
-        state = str(status.get("state")) if status.get("state") in STATES else "connecting"
+        recorded = status.get("state")
+        state = BridgeState(recorded) if recorded in set(BridgeState) else BridgeState.CONNECTING
         last_error = status.get("last_error")
         url, name = status.get("url", url), status.get("name", name)
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ...db.states import OutboxKind
 from ...errors import ConfigError, ExitCode, MessageError
 from ...home import Home
 from ..common import (
@@ -161,7 +162,7 @@ def send(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return ExitCode.FAILED
-        return ExitCode.FAILED if final.kind == "error" else ExitCode.OK
+        return ExitCode.FAILED if final.kind == OutboxKind.ERROR else ExitCode.OK
 
 
 @command(
