@@ -4,42 +4,49 @@ The loop's ``TurnSession`` stores each step the moment it exists, so a crash res
 stopped and never runs a finished tool again: a model reply with its usage row (one commit),
 a tool's intent before it runs, a tool's result. A human turn keeps them in the conversation's
 tables, a team agent's turn in its task's. :class:`TurnRecorder` decides what is recorded and
-what commits together; a :class:`TurnTables` adapter says where, so the two kinds of turn
-cannot drift apart.
+what commits together; a :class:`TurnTables` adapter says where; :class:`RecordedTurn` is the
+part of the ``TurnSession`` both kinds of turn share (recording, the approval gate, the tools'
+context), so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import secrets
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..tools import ToolContext
+
 if TYPE_CHECKING:
+    from ..app import App
     from ..db.connection import Database
     from ..db.records import StoredMessage
     from ..db.usage import UsageLog
-    from ..tools import ToolResult
+    from ..tools import Tool, ToolResult, TurnControl
+    from .approvals import ApprovalGate
     from .client import ModelReply
 
 API_KINDS = ("user", "assistant", "tool_result")
 """The stored kinds a turn's Messages API history is made of (the rest are transcript only)."""
 
 
+@dataclass(frozen=True)
+class Step:
+    """One message of a turn to store: its kind and content, the tool call it answers, and
+    what describes it to whoever follows the turn (a model reply's stop reason and usage)."""
+
+    kind: str
+    content: list[dict[str, Any]]
+    tool_use_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
 class TurnTables(Protocol):
     """Where one kind of turn keeps what its tool loop records."""
 
-    def append(
-        self,
-        kind: str,
-        content: list[dict[str, Any]],
-        *,
-        db: sqlite3.Connection,
-        tool_use_id: str | None = None,
-        **event_fields: Any,
-    ) -> None:
-        """Store one message of the turn in ``db``'s transaction (``event_fields`` describe
-        it to whoever follows the turn: a model reply's stop reason and usage)."""
+    def append(self, step: Step, db: sqlite3.Connection) -> None:
+        """Store one message of the turn in ``db``'s transaction."""
 
     def tool_started(self, block: dict[str, Any], db: sqlite3.Connection) -> None:
         """Store a tool call's intent, in ``db``'s transaction, before it runs."""
@@ -70,13 +77,9 @@ class TurnRecorder:
     def record_assistant(self, reply: ModelReply) -> None:
         # The reply and its usage row commit together: never one without the other.
         with self.store.transaction() as db:
-            self.tables.append(
-                "assistant",
-                self._own_tool_ids(reply.content),
-                db=db,
-                stop_reason=reply.stop_reason,
-                usage=reply.usage,
-            )
+            details = {"stop_reason": reply.stop_reason, "usage": reply.usage}
+            content = self._own_tool_ids(reply.content)
+            self.tables.append(Step("assistant", content, details=details), db)
             self.usage.record(reply.usage, model=reply.model, db=db, **self.tables.usage_place())
 
     def _own_tool_ids(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,16 +101,64 @@ class TurnRecorder:
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
         content = [result.block(block["id"])]
         with self.store.transaction() as db:
-            self.tables.append("tool_result", content, tool_use_id=block["id"], db=db)
+            self.tables.append(Step("tool_result", content, tool_use_id=block["id"]), db)
             self.tables.tool_finished(block, result, db)
 
     def record_text(self, text: str) -> None:
         """Store a reply that no model call wrote (a team task's result) as the agent's."""
         with self.store.transaction() as db:
-            self.tables.append("assistant", [{"type": "text", "text": text}], db=db)
+            self.tables.append(Step("assistant", [{"type": "text", "text": text}]), db)
 
     def started_tools(self) -> dict[str, int]:
         return self.tables.started_tools()
+
+
+class RecordedTurn:
+    """What a human turn and a team agent's turn do alike as the loop's ``TurnSession``:
+    record each step through ``recorder``, ask ``gate`` about each tool call, and give the
+    tools their context at the gate's place. A subclass sets the attributes and says who the
+    tools' ``control`` is."""
+
+    app: App
+    system_blocks: list[dict[str, Any]]
+    recorder: TurnRecorder
+    gate: ApprovalGate
+
+    def tool_control(self) -> TurnControl:
+        raise NotImplementedError
+
+    def system(self) -> list[dict[str, Any]]:
+        return self.system_blocks
+
+    def started_tools(self) -> dict[str, int]:
+        return self.recorder.started_tools()
+
+    def record_assistant(self, reply: ModelReply) -> None:
+        self.recorder.record_assistant(reply)
+
+    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
+        return self.gate.check(block, tool)
+
+    def outcome_unknown(self, block: dict[str, Any], tool: Tool, runs: int) -> ToolResult | None:
+        return self.gate.outcome_unknown(block, runs)
+
+    def record_tool_start(self, block: dict[str, Any]) -> None:
+        self.recorder.record_tool_start(block)
+
+    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
+        self.recorder.record_tool_result(block, self.gate.annotate(block, result))
+
+    def tool_context(self, block: dict[str, Any]) -> ToolContext:
+        place = self.gate.place
+        return ToolContext(
+            app=self.app,
+            conversation_id=place.conversation_id,
+            channel=place.channel,
+            turn=place.turn,
+            message_id=place.message_id,
+            tool_use_id=block["id"],
+            control=self.tool_control(),
+        )
 
 
 def api_messages(stored: list[StoredMessage]) -> list[StoredMessage]:

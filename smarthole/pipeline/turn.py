@@ -2,8 +2,9 @@
 
 ``TurnRun`` implements the agent's ``TurnSession`` (history, what is stored, recording each
 message the moment it exists) and the tools' ``TurnControl`` (``send_message``,
-``end_conversation``). It records through the ``TurnRecorder`` a team agent's turn shares, into
-the conversation's tables (:class:`ConversationTables`). Every record is its own committed
+``end_conversation``). What it shares with a team agent's turn comes from ``RecordedTurn``: it
+records through the same ``TurnRecorder``, into the conversation's tables
+(:class:`ConversationTables`). Every record is its own committed
 transaction, with its event, and followed by its ``message_stored`` hook.
 """
 
@@ -15,16 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agent.approvals import ApprovalGate, CallPlace
-from ..agent.recorder import TurnRecorder, api_messages
+from ..agent.recorder import RecordedTurn, Step, TurnRecorder, api_messages
 from ..db.events import place
 from ..db.states import OutboxKind
 from ..errors import TurnInterrupted
-from ..tools import ToolContext
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from ..agent.client import ModelReply
     from ..agent.history import HistoryCache, Window
     from ..agent.messages import History
     from ..app import App
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from ..db.pending import PendingQuestion
     from ..db.records import Conversation, StoredMessage
     from ..db.usage import UsageLog
-    from ..tools import Tool, ToolResult
+    from ..tools import ToolResult
     from .outbox import Outbox
 
 
@@ -43,7 +42,7 @@ def derived_id(*parts: str) -> str:
 
 
 @dataclass
-class TurnRun:
+class TurnRun(RecordedTurn):
     """One attempt at one turn of a conversation, as the agent loop and the tools see it."""
 
     app: App
@@ -90,10 +89,10 @@ class TurnRun:
         """The fields of an event about this turn."""
         return place(self.conversation.id, self.conversation.channel, self.number, self.entry.id)
 
-    # -- TurnSession ------------------------------------------------------------------------
+    # -- TurnSession (with RecordedTurn's) ----------------------------------------------------
 
-    def system(self) -> list[dict[str, Any]]:
-        return self.system_blocks
+    def tool_control(self) -> TurnRun:
+        return self
 
     def history(self) -> History:
         return self._window().history
@@ -117,35 +116,6 @@ class TurnRun:
         kept = self.stored_so_far
         if kept is not None:
             self.store.after_commit(lambda: kept.append(stored))
-
-    def started_tools(self) -> dict[str, int]:
-        return self.recorder.started_tools()
-
-    def record_assistant(self, reply: ModelReply) -> None:
-        self.recorder.record_assistant(reply)
-
-    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
-        return self.gate.check(block, tool)
-
-    def outcome_unknown(self, block: dict[str, Any], tool: Tool, runs: int) -> ToolResult | None:
-        return self.gate.outcome_unknown(block, runs)
-
-    def record_tool_start(self, block: dict[str, Any]) -> None:
-        self.recorder.record_tool_start(block)
-
-    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        self.recorder.record_tool_result(block, self.gate.annotate(block, result))
-
-    def tool_context(self, block: dict[str, Any]) -> ToolContext:
-        return ToolContext(
-            app=self.app,
-            conversation_id=self.conversation.id,
-            channel=self.conversation.channel,
-            turn=self.number,
-            message_id=self.entry.id,
-            tool_use_id=block["id"],
-            control=self,
-        )
 
     def check_stop(self) -> None:
         if self.stop is not None and self.stop.is_set():
@@ -208,18 +178,10 @@ class ConversationTables:
 
     run: TurnRun
 
-    def append(
-        self,
-        kind: str,
-        content: list[dict[str, Any]],
-        *,
-        db: sqlite3.Connection,
-        tool_use_id: str | None = None,
-        **event_fields: Any,
-    ) -> None:
-        run = self.run
+    def append(self, step: Step, db: sqlite3.Connection) -> None:
+        run, kind = self.run, step.kind
         stored = run.store.append_message(
-            run.conversation.id, run.number, kind, content, tool_use_id=tool_use_id, db=db
+            run.conversation.id, run.number, kind, step.content, tool_use_id=step.tool_use_id, db=db
         )
         run.events.emit(
             "message_stored",
@@ -228,7 +190,7 @@ class ConversationTables:
             role=stored.role,
             kind=kind,
             stored_id=stored.id,
-            **event_fields,
+            **step.details,
         )
         run.remember(stored)
         plugins, conversation = run.app.plugins, run.conversation

@@ -1,9 +1,9 @@
 """One agent turn of a task, as the agent loop sees it: the ``TurnSession`` over task tables.
 
-It records through the same ``TurnRecorder`` as ``pipeline.turn.TurnRun`` for the human
-conversation: every model reply and tool result is stored the moment it exists, and a tool's
-intent before it runs, so a crash resumes the agent turn where it stopped. It stores into the
-task's own tables only (:class:`TaskTables`), with no events.
+It shares ``RecordedTurn`` with ``pipeline.turn.TurnRun`` for the human conversation, and
+records through the same ``TurnRecorder``: every model reply and tool result is stored the
+moment it exists, and a tool's intent before it runs, so a crash resumes the agent turn where
+it stopped. It stores into the task's own tables only (:class:`TaskTables`), with no events.
 """
 
 from __future__ import annotations
@@ -15,24 +15,22 @@ from typing import TYPE_CHECKING, Any
 from ..agent.approvals import ApprovalGate, CallPlace
 from ..agent.blocks import with_attachments
 from ..agent.messages import to_api_messages
-from ..agent.recorder import TurnRecorder, api_messages
+from ..agent.recorder import RecordedTurn, Step, TurnRecorder, api_messages
 from ..db.events import place
 from ..db.records import ROLES
 from ..errors import ToolError, TurnInterrupted
-from ..tools import ToolContext
 from .prompts import NO_HUMAN
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from ..agent.client import ModelReply
     from ..app import App
     from ..db.events import EventLog
     from ..db.outbox import OutboxItem
     from ..db.records import StoredMessage
     from ..db.tasks import Task, Tasks
     from ..db.usage import UsageLog
-    from ..tools import Tool, ToolResult
+    from ..tools import ToolResult
 
 
 class TaskAborted(Exception):
@@ -64,7 +62,7 @@ class NoHumanControl:
 
 
 @dataclass
-class AgentTurnSession:
+class AgentTurnSession(RecordedTurn):
     app: App
     tasks: Tasks
     usage: UsageLog
@@ -94,43 +92,14 @@ class AgentTurnSession:
             ),
         )
 
-    def system(self) -> list[dict[str, Any]]:
-        return self.system_blocks
+    def tool_control(self) -> NoHumanControl:
+        return NoHumanControl()
 
     def history(self) -> list[dict[str, Any]]:
         return to_api_messages(with_attachments(self.turn_messages(), self.app.home.blobs))
 
     def turn_messages(self) -> list[StoredMessage]:
         return api_messages(self.tasks.messages(self.task.id, self.index))
-
-    def started_tools(self) -> dict[str, int]:
-        return self.recorder.started_tools()
-
-    def record_assistant(self, reply: ModelReply) -> None:
-        self.recorder.record_assistant(reply)
-
-    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
-        return self.gate.check(block, tool)
-
-    def outcome_unknown(self, block: dict[str, Any], tool: Tool, runs: int) -> ToolResult | None:
-        return self.gate.outcome_unknown(block, runs)
-
-    def record_tool_start(self, block: dict[str, Any]) -> None:
-        self.recorder.record_tool_start(block)
-
-    def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        self.recorder.record_tool_result(block, self.gate.annotate(block, result))
-
-    def tool_context(self, block: dict[str, Any]) -> ToolContext:
-        return ToolContext(
-            app=self.app,
-            conversation_id=self.place.conversation_id,
-            channel=self.place.channel,
-            turn=self.place.turn,
-            message_id=self.place.message_id,
-            tool_use_id=block["id"],
-            control=NoHumanControl(),
-        )
 
     def check_stop(self) -> None:
         """Before each model call and tool: a daemon stop, or the user's abort."""
@@ -151,18 +120,10 @@ class TaskTables:
 
     session: AgentTurnSession
 
-    def append(
-        self,
-        kind: str,
-        content: list[dict[str, Any]],
-        *,
-        db: sqlite3.Connection,
-        tool_use_id: str | None = None,
-        **event_fields: Any,
-    ) -> None:
-        task, index = self.session.task, self.session.index
+    def append(self, step: Step, db: sqlite3.Connection) -> None:
+        task, index, kind = self.session.task, self.session.index, step.kind
         self.session.tasks.append_message(
-            task.id, index, ROLES[kind], kind, content, tool_use_id=tool_use_id, db=db
+            task.id, index, ROLES[kind], kind, step.content, tool_use_id=step.tool_use_id, db=db
         )
 
     def tool_started(self, block: dict[str, Any], db: sqlite3.Connection) -> None:
