@@ -73,7 +73,9 @@ def parse_agents(table: dict[str, Any], errors: list[str]) -> dict[str, TeamAgen
         if agent.instructions and agent.instructions_file:
             errors.append(f"{where} give instructions or instructions_file, not both")
         for tool in agent.tools:
-            if tool in ENTRY_ONLY_TOOLS:
+            if tool == "finish_task":  # offered to every team agent: naming it is a mistake
+                errors.append(f"{where} tools: 'finish_task' is every team agent's; leave it out")
+            elif tool in ENTRY_ONLY_TOOLS:
                 errors.append(f"{where} tools: {tool!r} is for the entry agent only")
         agents[name] = agent
     return agents

@@ -64,6 +64,15 @@ def test_a_renamed_entry_agent_frees_its_old_name():
             {"description": "d", "instructions_file": "agents/missing.md"},
             "[agents.researcher] instructions_file",
         ),
+        # The team tools are a built-in plugin's; a team agent is still refused them.
+        (
+            {"description": "d", "tools": ["read_file", "start_task"]},
+            "[agents.researcher] tools: 'start_task' is for the entry agent only",
+        ),
+        (
+            {"description": "d", "tools": ["finish_task"]},
+            "[agents.researcher] tools: 'finish_task' is every team agent's; leave it out",
+        ),
     ],
 )
 def test_what_needs_the_plugins_or_the_disk_is_checked_at_start(
