@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from .replies import StreamedReply
 
 if TYPE_CHECKING:
     import ssl
+
+    import anthropic
 
     from ..config import ModelSettings
 
@@ -64,20 +67,33 @@ class ModelClient:
     def __init__(
         self, settings: ModelSettings, *, api_key: str, base_url: str | None = None
     ) -> None:
-        import anthropic
+        import anthropic  # noqa: F401  (at start: the first message must not wait for it)
 
         self.settings = settings
-        self._client = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=base_url or None,
-            max_retries=settings.sdk_max_retries,
-            timeout=settings.timeout_seconds,
-            http_client=anthropic.DefaultHttpxClient(verify=_ssl_context()),
-        )
+        self._api_key, self._base_url = api_key, base_url or None
+        self._made: anthropic.Anthropic | None = None
+        self._making = threading.Lock()
         # The JSON text of the tool lists sent lately, by identity (each kept alive with its
         # text): a tool set's definitions are one list, built once and never changed, and
         # encoding them was the largest part of encoding a request after its history.
         self._encoded_tools: dict[int, tuple[list[dict[str, Any]], str]] = {}
+
+    @property
+    def _client(self) -> anthropic.Anthropic:
+        """The SDK's client, made at the first call: its HTTP stack and TLS context (3 MiB)
+        are not the idle daemon's to hold."""
+        with self._making:
+            if self._made is None:
+                import anthropic
+
+                self._made = anthropic.Anthropic(
+                    api_key=self._api_key,
+                    base_url=self._base_url,
+                    max_retries=self.settings.sdk_max_retries,
+                    timeout=self.settings.timeout_seconds,
+                    http_client=anthropic.DefaultHttpxClient(verify=_ssl_context()),
+                )
+            return self._made
 
     @classmethod
     def from_environment(
@@ -190,7 +206,10 @@ class ModelClient:
         return text
 
     def close(self) -> None:
-        self._client.close()
+        with self._making:
+            made, self._made = self._made, None
+        if made is not None:
+            made.close()
 
 
 encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode

@@ -34,6 +34,12 @@ CASES = {
         "from smarthole.daemon.logs import setup_logging; setup_logging(level='info', fmt='text')",
         ["logging.handlers", "pickle"],
     ),
+    # The SDK's HTTP stack and TLS context (3 MiB) wait for the first model call.
+    "the model client before its first call": (
+        "from smarthole.agent.client import ModelClient; from smarthole.config import "
+        "ModelSettings; ModelClient(ModelSettings(), api_key='k').close()",
+        ["httpcore2", "h11"],
+    ),
     "the plugins, the desktop bridge off": (
         "from pathlib import Path; from smarthole.app import App; from smarthole.home import Home; "
         "home = Home(Path(sys.argv[1])); home.ensure(); App.load(home).close()",
