@@ -21,13 +21,14 @@ from ..db.pending import PendingQuestions
 from ..db.records import Conversation
 from ..db.schedules import Schedules
 from ..db.search import Search, SearchHit
-from ..db.states import TurnStatus
+from ..db.states import OutboxKind, TurnStatus
 from ..db.store import Store
 from ..db.tasks import Task, Tasks
 from ..db.usage import UsageTotals
 from ..db.webviews import Said, TaskStep, WebViews
 from ..errors import UsageError
 from ..formats import iso
+from .transcript import decision, insert_by_time
 
 PAGE_SIZE = 50  # conversations on a page of the list
 SEARCH_HITS = 50  # hits a search shows
@@ -279,7 +280,11 @@ class Reader:
         first = max(1, last - TURNS_SHOWN + 1) if first is None else max(1, first)
         grouped: dict[int, list[Said]] = {}
         for said in self.views.said(conversation.id, first, last):
-            grouped.setdefault(said.turn, []).append(said)
+            if said.kind != OutboxKind.APPROVAL:  # the card asks; the transcript says the outcome
+                grouped.setdefault(said.turn, []).append(said)
+        for approval in self.approvals.of_conversation(conversation.id):
+            if first <= approval.turn <= last and not approval.waiting:
+                insert_by_time(grouped.setdefault(approval.turn, []), decision(approval))
         return [HumanTurn(n, grouped[n]) for n in sorted(grouped)]
 
     # -- the right pane ---------------------------------------------------------------------

@@ -13,7 +13,7 @@ from smarthole.testing import text, tool_use
 from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, tool_runs, wait_for, write_config
 
 from .conftest import TEAM
-from .test_browser import agent_messages, open_view
+from .test_browser import agent_messages, open_view, send
 
 
 def waiting_item(home: Path):
@@ -44,10 +44,21 @@ def test_a_waiting_call_is_approved_from_its_conversation(
     expect(card.get_by_test_id("approval-tool")).to_have_text("record")
     expect(card.get_by_test_id("approval-input")).to_contain_text('"value": "<b>milk</b>"')
     expect(page.get_by_test_id("conversation-state")).to_have_text("waiting for your answer")
+    # the card asks, once: the item's instructions (files, commands) are not in the transcript
+    pane = page.get_by_test_id("human-pane")
+    expect(agent_messages(page)).to_have_count(0)
+    expect(pane).not_to_contain_text("smarthole approve")
+    expect(card.get_by_test_id("approval-always")).to_contain_text(
+        "record for the rest of this conversation"
+    )
     fake.add(text("Recorded milk."))
     card.get_by_test_id("approval-approve").click()
     expect(agent_messages(page).last).to_contain_text("Recorded milk.")
     expect(page.get_by_test_id("approval")).to_have_count(0)
+    # decided: one line says what, who and when
+    expect(pane.get_by_test_id("approval-decision")).to_have_text(
+        re.compile(r"^record approved \(web, \d\d:\d\d\)$")
+    )
     assert tool_runs(home) == ["record <b>milk</b>"]
     (row,) = db(home).execute("SELECT decided_by, always FROM approvals")
     assert (row["decided_by"], row["always"]) == ("web", 0)
@@ -66,10 +77,29 @@ def test_a_waiting_call_is_denied_with_a_reason_from_its_conversation(
     fake.add(text("Not recorded."))
     card.get_by_test_id("approval-deny").click()
     expect(agent_messages(page).last).to_contain_text("Not recorded.")
+    expect(page.get_by_test_id("approval-decision")).to_have_text(
+        re.compile(r"^record denied \(web, \d\d:\d\d\): we have eggs$")
+    )
     assert tool_runs(home) == []
     assert fake.requests[-1].tool_results[0]["content"] == (
         "Error: denied by the person: we have eggs"
     )
+
+
+def test_the_composer_comes_back_when_its_turn_waits_for_an_approval(
+    page: Page, approving_home, fake, live_daemon, web
+):
+    home = approving_home
+    fake.add(text("Hello."))
+    drop(home, "hi", "m0")
+    (reply,) = wait_for(lambda: [f for f in read_outbox(home) if f["kind"] == "response"], 15)
+    open_view(page, web.link, f"/c/{reply['conversation']}")
+    fake.add(tool_use("record", {"value": "tea"}))
+    send(page, "record tea")
+    expect(page.get_by_test_id("approval")).to_be_visible()
+    expect(page.get_by_test_id("composer")).to_be_enabled()
+    expect(page.get_by_test_id("send")).to_be_enabled()
+    expect(page.get_by_test_id("composer-note")).to_have_text("")
 
 
 @pytest.mark.parametrize(

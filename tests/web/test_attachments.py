@@ -104,6 +104,7 @@ def test_the_attach_button_sends_a_photo_from_the_browser(
     expect(page.get_by_test_id("attached-files")).to_have_text("Attached: photo.png")
     page.get_by_test_id("send").click()
     expect(page.get_by_test_id("attachment-thumb")).to_have_count(1)
+    expect(page.get_by_test_id("attachment-name")).to_have_text("photo.png")
     expect(agent_messages(page).nth(1)).to_contain_text("A teal rectangle.")
     assert fake.requests[-1].messages[-1]["content"][1]["type"] == "image"
 

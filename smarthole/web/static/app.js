@@ -119,6 +119,10 @@ async function postJSON(url, body) {
 
 // -- the pages ------------------------------------------------------------------------------
 
+// Events that end what a message sent from the composer waits for: its turn ended, or the
+// turn now waits for the person (a question is a completed turn; an approval waits).
+const ENDS = ["turn_completed", "turn_failed", "duplicate_skipped", "approval_requested"];
+
 function listPage(fragmentUrl, wanted) {
   const slot = main.querySelector('[data-live="list"]');
   const refresh = coalesced(async () => place(slot, (await getJSON(fragmentUrl())).html));
@@ -130,16 +134,16 @@ function conversationsPage() {
   return listPage(() => `/fragments/conversations?page=${number}`, (event) => event.conversation);
 }
 
-function tasksPage() {
-  const page = listPage(() => "/fragments/tasks", (event) => /^(task_|agent_turn_)/.test(event.type));
-  const notice = main.querySelector('[data-testid="task-notice"]');
+// A list page whose buttons post an action and say its answer in the page's notice.
+function actionPage(fragmentUrl, wanted, buttons, actionUrl, noticeId) {
+  const page = listPage(fragmentUrl, wanted);
+  const notice = main.querySelector(`[data-testid="${noticeId}"]`);
   main.addEventListener("click", async (click) => {
-    const button = click.target.closest('[data-testid="task-abort"]');
+    const button = click.target.closest(buttons);
     if (!button) return;
     button.disabled = true;
     try {
-      const answer = await postJSON(`/api/tasks/${encodeURIComponent(button.dataset.task)}/abort`);
-      notice.textContent = answer.message;
+      notice.textContent = (await postJSON(actionUrl(button.dataset))).message;
     } catch (error) {
       notice.textContent = error.message;
     }
@@ -147,30 +151,48 @@ function tasksPage() {
     page.refresh();
   });
   return page;
+}
+
+function tasksPage() {
+  return actionPage(
+    () => "/fragments/tasks",
+    (event) => /^(task_|agent_turn_)/.test(event.type),
+    '[data-testid="task-abort"]',
+    ({ task }) => `/api/tasks/${encodeURIComponent(task)}/abort`,
+    "task-notice",
+  );
 }
 
 function schedulesPage() {
-  const page = listPage(() => "/fragments/schedules", (event) => /^(schedule_|turn_completed)/.test(event.type));
-  const notice = main.querySelector('[data-testid="schedule-notice"]');
-  main.addEventListener("click", async (click) => {
-    const button = click.target.closest("button[data-action][data-schedule]");
-    if (!button) return;
-    button.disabled = true;
-    const { schedule, action } = button.dataset;
-    try {
-      const answer = await postJSON(`/api/schedules/${encodeURIComponent(schedule)}/${action}`);
-      notice.textContent = answer.message;
-    } catch (error) {
-      notice.textContent = error.message;
-    }
-    notice.hidden = false;
-    page.refresh();
+  return actionPage(
+    () => "/fragments/schedules",
+    (event) => /^(schedule_|turn_completed)/.test(event.type),
+    "button[data-action][data-schedule]",
+    ({ schedule, action }) => `/api/schedules/${encodeURIComponent(schedule)}/${action}`,
+    "schedule-notice",
+  );
+}
+
+// Keeps a scrolling pane at its newest content while the person is at its end; when they
+// have scrolled up, `onNews` is told instead (the pane does not jump under their eyes).
+function following(pane, onNews = () => {}) {
+  let atEnd = true;
+  const end = () => { pane.scrollTop = pane.scrollHeight; };
+  pane.addEventListener("scroll", () => {
+    atEnd = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 40;
   });
-  return page;
+  const grown = new ResizeObserver(() => { if (atEnd) end(); });
+  for (const child of pane.children) grown.observe(child);
+  end();
+  return {
+    get atEnd() { return atEnd; },
+    end() { atEnd = true; end(); },
+    changed() { if (atEnd) end(); else onNews(); },
+  };
 }
 
 function conversationPage() {
-  const id = main.dataset.conversation; // "" on a new conversation's page
+  let id = main.dataset.conversation; // "" on a new conversation's page, until it exists
   const form = main.querySelector('[data-testid="composer-form"]');
   const composer = main.querySelector('[data-testid="composer"]');
   const send = main.querySelector('[data-testid="send"]');
@@ -204,6 +226,11 @@ function conversationPage() {
   });
   const turns = main.querySelector(".turns");
   const pane = main.querySelector('[data-testid="human-pane"]');
+  const news = main.querySelector('[data-testid="new-messages"]');
+  const human = following(pane, () => { news.hidden = false; });
+  const team = following(main.querySelector(".team-side"));
+  pane.addEventListener("scroll", () => { if (human.atEnd) news.hidden = true; });
+  news.addEventListener("click", () => { news.hidden = true; human.end(); });
   let teamTurn = main.dataset.teamTurn; // "": follow the current turn
   let fromTurn = Infinity; // the earliest human turn an event touched since the last refresh
   let pending = null; // the id of the message sent from here, until its turn ends
@@ -217,7 +244,7 @@ function conversationPage() {
   };
 
   const apply = (live) => {
-    const atBottom = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 40;
+    const before = pane.textContent;
     for (const { turn, html } of live.turns) {
       const existing = turns.querySelector(`.human-turn[data-turn="${turn}"]`);
       if (existing) existing.replaceWith(nodes(html));
@@ -232,8 +259,11 @@ function conversationPage() {
     }
     main.dataset.state = live.state;
     main.dataset.turn = String(live.turn);
+    const title = main.querySelector('[data-testid="conversation-title"]');
+    if (title) document.title = `${title.textContent} · smarthole`;
     updateComposer();
-    if (atBottom) pane.scrollTop = pane.scrollHeight;
+    if (pane.textContent !== before) human.changed();
+    team.changed();
   };
 
   const refresh = coalesced(async () => {
@@ -243,18 +273,25 @@ function conversationPage() {
     apply(await getJSON(`/c/${id}/live?from_turn=${since}&turn=${teamTurn}`));
   });
 
+  // The first message of a new conversation made it: this page becomes its page, in place.
+  const showNewConversation = (conversation) => {
+    id = conversation;
+    main.dataset.conversation = id;
+    history.pushState({ conversation: id }, "", `/c/${id}`);
+    composer.placeholder = "Write a follow-up";
+    fromTurn = 1;
+    refresh();
+  };
+  addEventListener("popstate", () => location.reload()); // back to /new: show what the URL says
+
   // What an event of the message sent from here says about it.
   const track = (event) => {
     if (pending === null || event.message_id !== pending) return;
-    if (!id && event.conversation) {
-      pending = null; // the new conversation exists: show it (once)
-      location.assign(`/c/${event.conversation}`);
-      return;
-    }
+    if (!id && event.conversation) showNewConversation(event.conversation);
     if (event.type === "message_rejected") {
       note.textContent = `Not sent: ${event.reason}`;
       pending = null;
-    } else if (["turn_completed", "turn_failed", "duplicate_skipped"].includes(event.type)) {
+    } else if (ENDS.includes(event.type)) { // the turn ended, or it waits for the person
       note.textContent = "";
       pending = null;
     } else if (event.type === "turn_started") {
@@ -333,13 +370,14 @@ function conversationPage() {
     if (!button) return;
     const first = Number(main.dataset.firstTurn || 1);
     const earlier = await getJSON(`/c/${id}/earlier?before=${first}`);
+    const below = pane.scrollHeight - pane.scrollTop; // keep what the person looks at in place
     turns.prepend(nodes(earlier.html));
+    pane.scrollTop = pane.scrollHeight - below;
     main.dataset.firstTurn = String(earlier.first);
     if (!earlier.earlier) button.remove();
   });
 
   updateComposer();
-  pane.scrollTop = pane.scrollHeight;
   return { refresh, onEvent };
 }
 
