@@ -44,6 +44,15 @@ def status_report(root: Runtime) -> dict[str, Any]:
     report: dict[str, Any] = {"running": pid is not None, "pid": pid or None}
     for status in (MessageStatus.QUEUED, MessageStatus.IN_PROGRESS, MessageStatus.DEFERRED):
         report[status.value] = [_entry(e) for e in ledger.by_status(status)]
+    approving = {a.message_id: a for a in root.approvals.waiting()}
+    for item in report[MessageStatus.DEFERRED.value]:  # not a retry: it waits for the person
+        if item["id"] in approving:
+            approval = approving[item["id"]]
+            item["approval"] = {
+                "id": approval.id,
+                "tool": approval.tool,
+                "expires": iso(approval.expires_at),
+            }
     from ..pipeline.stranded import read_stranded
 
     report["stranded"] = read_stranded(home)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..db.approvals import Approval
 from ..db.records import unique_match
 from ..errors import UsageError
-from ..formats import iso, new_id
-from .output import one_line, print_json, short
+from ..formats import new_id
+from .output import clock, one_line, print_json, short
 
 if TYPE_CHECKING:
     from ..db.approvals import Approvals
@@ -49,7 +51,7 @@ def chat_answer(text: str) -> ChatAnswer | None:
     return None
 
 
-def print_waiting(approvals: Approvals, *, as_json: bool) -> None:
+def print_waiting(approvals: Approvals, *, as_json: bool, now: datetime) -> None:
     waiting = approvals.waiting()
     if as_json:
         print_json([approval.as_dict() for approval in waiting])
@@ -57,14 +59,40 @@ def print_waiting(approvals: Approvals, *, as_json: bool) -> None:
     if not waiting:
         print("no tool call waits for approval")
         return
+    rows = [("ID", "TOOL", "CONVERSATION", "CHANNEL", "EXPIRES", "INPUT")]
     for approval in waiting:
-        who = "" if approval.task_id is None else f" by {approval.agent}"
-        print(
-            f"{approval.id}  {one_line(approval.tool)}{one_line(who)}  "
-            f"channel {one_line(approval.channel)}  "
-            f"conversation {approval.conversation_id[:8]}  expires {iso(approval.expires_at)}"
+        who = "" if approval.task_id is None else f" ({approval.agent})"
+        rows.append(
+            (
+                approval.id,
+                one_line(approval.tool) + one_line(who),
+                approval.conversation_id[:8],
+                short(approval.channel, 16),
+                clock(approval.expires_at, now),
+                short(arguments(approval.input), 60),
+            )
         )
-        print(f"    {short(approval.input, 100)}")
+    print(table(rows))
+
+
+def arguments(value: object) -> str:
+    """A tool call's input as ``key=value`` words (a value with spaces quoted)."""
+    if not isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    words = []
+    for key, item in value.items():
+        shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+        words.append(f"{key}={json.dumps(shown) if (' ' in shown or not shown) else shown}")
+    return " ".join(words)
+
+
+def table(rows: list[tuple[str, ...]]) -> str:
+    """Rows as aligned columns, two spaces apart; the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    )
 
 
 def answer(

@@ -1,4 +1,4 @@
-"""``smarthole demo``: the real daemon, a throwaway home, and a scripted fake model.
+"""``smarthole demo``: the real daemon, a temporary home, and a scripted fake model.
 
 A newcomer with no API key and no network sees the whole loop: a message dropped into the
 inbox, the agent asking a question, the answer arriving as the next message, the pending
@@ -46,8 +46,16 @@ def scripted_model(request: RecordedRequest) -> Reply:
     return tool_use("send_message", {"message": QUESTION, "is_question": True})
 
 
-def run_demo(out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0) -> int:
-    """Run the scripted exchange in a throwaway home, or in ``keep_in`` (new or empty)."""
+def run_demo(
+    out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0, tour: bool = False
+) -> int:
+    """Run the scripted exchange (or, with ``tour``, every feature) in a temporary home,
+    removed afterwards, or in ``keep_in`` (new or empty), kept."""
+    if tour:
+        from .tour import run_tour
+
+        with _demo_home(keep_in) as home:
+            return run_tour(out, home, keep=keep_in is not None)
     with _demo_home(keep_in) as home:
         if keep_in is None:
             home.ensure()
@@ -61,9 +69,8 @@ def run_demo(out: TextIO, *, keep_in: Path | None = None, timeout: float = 30.0)
             thread = threading.Thread(target=daemon.run, name="smarthole-demo", daemon=True)
             thread.start()
             daemon.ready.wait(timeout)
-            out.write(
-                f"smarthole demo: a throwaway home in {home.root}, a fake model at {fake.url}\n"
-            )
+            kind = "temporary home (removed afterwards)" if keep_in is None else "home, kept,"
+            out.write(f"smarthole demo: a {kind} in {home.root}, a fake model at {fake.url}\n")
             try:
                 shown: set[Path] = set()
                 for message_id, words in EXCHANGE:

@@ -67,6 +67,22 @@ Progress = OutboxItem | ToolCalled | Retrying
 """What waiting for a reply shows: a reply, a tool call, or a retry to come."""
 
 
+def waiting_for(last: Progress | None, *, running: bool) -> str:
+    """What a ``send --wait`` that timed out was waiting for, from the last thing it saw."""
+    if isinstance(last, Retrying):
+        return "the daemon retries the model, which it could not use (see above); " + (
+            "the reply comes when it answers (`smarthole status`)"
+        )
+    if last is not None and last.kind == "approval":
+        return (
+            "the turn waits for your approval (`smarthole approvals`, then `smarthole approve "
+            "ID` or `smarthole deny ID`); the reply comes after it"
+        )
+    if not running:
+        return "no daemon is running (`smarthole run`); the message waits in the inbox"
+    return "the daemon is running but has not answered yet (`smarthole status` says where it is)"
+
+
 def retry_line(retrying: Retrying, now: datetime) -> str:
     """The one line a terminal shows for a deferred attempt, its reason escaped."""
     what, reason = "the attempt failed", retrying.error

@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, TextIO
 
 from ..formats import visible
@@ -30,9 +31,40 @@ def one_line(text: object) -> str:
 
 
 def short(value: object, limit: int = 60) -> str:
-    """A field on one line, cut to ``limit`` characters (newlines read as spaces)."""
-    text = one_line(str(value).replace("\n", " "))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A field on one line, at most ``limit`` characters (newlines read as spaces), cut at a
+    word with ``…``."""
+    text = one_line(" ".join(str(value).split()))
+    if len(text) <= limit:
+        return text
+    kept = text[: limit - 1]
+    space = kept.rfind(" ")
+    ends_a_word = text[limit - 1] == " "
+    if not ends_a_word and space > limit // 2:  # else a long word is cut inside
+        kept = kept[:space]
+    return kept.rstrip(" ,;:.-") + "…"
+
+
+def clock(moment: datetime, now: datetime) -> str:
+    """A time for people, local: ``06:52`` today, ``tomorrow 06:52``, ``yesterday 06:52``,
+    else with its date (``2026-12-01 06:52``): a time that is not today carries its day."""
+    here, today = moment.astimezone(), now.astimezone().date()
+    days = (here.date() - today).days
+    if days == 0:
+        return f"{here:%H:%M}"
+    if days in (1, -1):
+        return f"{'tomorrow' if days == 1 else 'yesterday'} {here:%H:%M}"
+    return f"{here:%Y-%m-%d %H:%M}"
+
+
+_FENCE = re.compile(r"^\s*```[\w-]*\s*$")
+_STRONG = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+
+
+def plain(markdown: str) -> str:
+    """Markdown as plain terminal text: code fences and bold markers dropped, the rest as is
+    (what a person reads in a terminal; files and the web view keep the Markdown)."""
+    lines = [line for line in markdown.split("\n") if not _FENCE.match(line)]
+    return _STRONG.sub(lambda m: m.group(1) or m.group(2), "\n".join(lines))
 
 
 def body(text: str) -> str:

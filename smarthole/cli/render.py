@@ -13,16 +13,9 @@ from ..db.events import Event
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
 from ..db.states import ConversationStatus, OutboxKind
-from ..formats import iso
+from ..formats import utc_now
 from .common import title_line
-from .health import (
-    config_warning,
-    deleted_files_warning,
-    health_lines,
-    restart_warning,
-    state_file_warning,
-)
-from .output import body, one_line, short
+from .output import body, clock, one_line, short
 
 
 def relative_time(then: datetime, now: datetime) -> str:
@@ -49,11 +42,17 @@ def local(moment: datetime) -> str:
     return f"{moment.astimezone():%Y-%m-%d %H:%M}"
 
 
-def conversation_line(number: int, view: ConversationView, now: datetime) -> str:
+def conversation_line(
+    number: int, view: ConversationView, now: datetime, approval: Approval | None = None
+) -> str:
+    """One line of ``ls``; ``approval``: a tool call of it that waits for the person."""
     c = view.conversation
     status: str = view.status
-    if view.status is ConversationStatus.DEFERRED and view.deferred_until is not None:
-        status = f"deferred until {view.deferred_until.astimezone():%H:%M}"
+    if approval is not None:
+        until = clock(approval.expires_at, now)
+        status = f"waiting for your approval of {one_line(approval.tool)} (until {until})"
+    elif view.status is ConversationStatus.DEFERRED and view.deferred_until is not None:
+        status = f"deferred until {clock(view.deferred_until, now)}"
     if view.current:  # the one a new message on its channel goes to
         status += " · current"
     turns = f"{c.turns} turn{'s' if c.turns != 1 else ''}"
@@ -64,8 +63,14 @@ def conversation_line(number: int, view: ConversationView, now: datetime) -> str
     )
 
 
-def conversation_list(views: list[ConversationView], now: datetime) -> str:
-    return "\n".join(conversation_line(i, v, now) for i, v in enumerate(views, start=1))
+def conversation_list(
+    views: list[ConversationView], now: datetime, approvals: Sequence[Approval] = ()
+) -> str:
+    waiting = {a.conversation_id: a for a in approvals if a.waiting}
+    return "\n".join(
+        conversation_line(i, v, now, waiting.get(v.conversation.id))
+        for i, v in enumerate(views, start=1)
+    )
 
 
 def transcript(
@@ -132,7 +137,7 @@ def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list
 def _approval_line(approval: Approval) -> str:
     call = f"{one_line(approval.tool)} {short(approval.input, 60)}"
     if approval.waiting:
-        when = iso(approval.expires_at)
+        when = clock(approval.expires_at, utc_now())
         return f"   ⏸ WAITING FOR YOUR APPROVAL {approval.id}: {call} (until {when})"
     return f"   approval {approval.id}: {call} — {approval.status} by {approval.decided_by}"
 
@@ -235,110 +240,6 @@ def _cut(text: str, max_lines: int = 6, max_characters: int = 600) -> str:
     return cut + " …" if cut != text.strip() else cut
 
 
-def status_text(report: dict[str, Any]) -> str:
-    lines = [
-        f"daemon: running (pid {report['pid']})" if report["running"] else "daemon: not running"
-    ]
-    lines += ["  " + line for line in health_lines(report)]
-    stale = state_file_warning(report)
-    if stale:
-        lines.append(f"warning: {stale} — figures below come from the folders and the database")
-    lines += [
-        f"warning: {one_line(w)}"
-        for w in (deleted_files_warning(report), config_warning(report), restart_warning(report))
-        if w
-    ]
-    waiting = report.get("inbox_waiting")
-    if waiting:
-        files = f"{waiting} file{'s' if waiting != 1 else ''}"
-        unclaimed = "" if report["running"] else " (no daemon is running)"
-        lines.append(f"inbox: {files} waiting to be claimed{unclaimed}")
-    for key, title in (
-        ("queued", "queued"),
-        ("in_progress", "in progress"),
-        ("deferred", "deferred"),
-        ("stranded", "stranded claims (retried automatically)"),
-        ("failed", "failed"),
-        ("waiting", "waiting for your reply"),
-    ):
-        items = report[key]
-        if key == "stranded" and not items:
-            continue
-        lines.append(f"{title}: {len(items)}")
-        for item in items:
-            lines.append("  " + _status_item(key, item))
-    if report.get("approvals_waiting"):
-        lines.append(
-            f"tool calls waiting for your approval: {report['approvals_waiting']} "
-            "(see smarthole approvals)"
-        )
-    if report["tasks"]:
-        lines.append(f"team tasks running or interrupted: {len(report['tasks'])}")
-        for task in report["tasks"]:
-            lines.append(
-                f"  {task['id']} {task['status']} agents={','.join(task['agents'])} "
-                f"turns={task['turns_done']}/{task['max_turns']} conv={task['conversation'][:8]}"
-            )
-    if report.get("next_schedule"):
-        upcoming = report["next_schedule"]
-        lines.append(f"next schedule: {upcoming['name'] or upcoming['id']} at {upcoming['at']}")
-    if report["duplicates_skipped"]:
-        lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
-    if report.get("mcp"):
-        lines.append(f"MCP servers: {len(report['mcp'])}")
-        lines += ["  " + line for line in server_lines(report["mcp"], tools=False)]
-    lines += [f"warning: {warning}" for warning in report["warnings"]]
-    if "desktop" in report:
-        lines.append(_desktop_line(report["desktop"]))
-    if report.get("web", {}).get("enabled"):
-        lines.append(
-            f"web view: {report['web']['url']} (smarthole run serves it; the link with"
-            " its token is in the daemon's output)"
-        )
-    if "usage" in report:
-        from .usage import usage_line
-
-        lines.append(usage_line(report["usage"]))
-    return "\n".join(lines)
-
-
-def _desktop_line(bridge: dict[str, Any]) -> str:
-    """``desktop bridge: connected to ws://... as smarthole · 2 notifications waiting``."""
-    from ..builtins.desktop.records import BridgeState
-
-    line = f"desktop bridge: {bridge['state']}"
-    if bridge["state"] != BridgeState.DISABLED:
-        line += f" ({one_line(bridge['url'])} as {one_line(bridge['name'])})"
-    if bridge["last_error"] and bridge["state"] != BridgeState.CONNECTED:
-        line += f" · last error: {short(bridge['last_error'], 80)}"
-    waiting = bridge["notifications_waiting"]
-    if waiting:
-        line += f" · {waiting} notification{'s' if waiting != 1 else ''} waiting"
-    return line
-
-
-def _status_item(key: str, item: dict[str, Any]) -> str:
-    if key == "waiting":
-        where = f"{item['conversation']} [{one_line(item['channel'])}]"
-        return f"{where} asked: {short(item['question'])}"
-    if key == "stranded" and item["attempts"] is None:
-        return (
-            f"{short(item['source_name'], 200)} since={item['since']} (not reported by the daemon)"
-        )
-    if key == "stranded":
-        return (
-            f"{short(item['source_name'], 200)} attempts={item['attempts']} "
-            f"next={item['next_attempt_at']} "
-            f"last error: {short(item['last_error'], 70)}"
-        )
-    if key == "failed":
-        return f"{short(item.get('id') or item['file'], 200)} — {short(item['error'] or '', 80)}"
-    text = f"{one_line(item['id'])} [{one_line(item['channel'])}] attempts={item['attempts']}"
-    if key == "deferred":
-        text += f" next={item['next_attempt_at']} last error: {short(item['last_error'], 70)}"
-    return text
-
-
 # -- what a running daemon has loaded, beside the disk -----------------------------------------
 
 RELOAD_HINT = "`smarthole reload` applies what it can, and names what needs a restart."
@@ -375,12 +276,10 @@ HINTS = (
 
 def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
     """Each server, its transport and state, and (with ``tools``) its tools."""
-    from ..mcpservers import ServerState
-
     lines = []
     for view in views:
         state = view["state"] + (f": {one_line(view['reason'])}" if view.get("reason") else "")
-        if view.get("retry_at") and view["state"] == ServerState.FAILED:
+        if view.get("retry_at") and view["state"] == "failed":
             state += f" (next try {view['retry_at']})"
         mark = loaded_mark(view, "in config.toml", "started")
         lines.append(f"{view['name']}  {view['transport']}: {one_line(view['target'])}{mark}")

@@ -20,7 +20,7 @@ from ..formats import utc_now
 from .approving import CHAT_HINT, ChatAnswer, chat_answer
 from .approving import answer as answer_approval
 from .mailbox import Mailbox, Retrying, ToolCalled, retry_line
-from .output import body, one_line, short
+from .output import body, one_line, plain, short
 
 if TYPE_CHECKING:
     from ..daemon.runtime import Runtime
@@ -194,7 +194,7 @@ class ChatSession:
                 "error": "smarthole (error)",
                 "approval": "smarthole asks your approval",
             }.get(item.kind, "smarthole")
-            self.out.write(f"{label}: {body(item.text)}\n\n")
+            self.out.write(f"{label}: {body(plain(item.text))}\n\n")
             self.out.flush()
             if item.kind == "approval" and (item.extra or {}).get("approval"):
                 self.approval = item

@@ -1,4 +1,4 @@
-"""``python -m smarthole.testing``: an echo model to try the daemon by hand."""
+"""``python -m smarthole.testing``: a fake model to try the daemon by hand (docs/fake.md)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,21 @@ import argparse
 import contextlib
 import threading
 
-from .replies import echo
+from .script import scripted
 from .server import FakeMessagesAPI
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve an echo model until Ctrl-C; the first line printed is the server's URL."""
+    """Serve the scripted fake until Ctrl-C; the first line printed is the server's URL.
+
+    It echoes a message, and acts on a ``/fake`` command (:mod:`smarthole.testing.script`)."""
     parser = argparse.ArgumentParser(
-        prog="python -m smarthole.testing", description="A fake Messages API that echoes."
+        prog="python -m smarthole.testing",
+        description="A fake Messages API: it echoes, and acts on /fake commands (docs/fake.md).",
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any)")
     args = parser.parse_args(argv)
-    with FakeMessagesAPI(port=args.port, default=echo()) as fake:
+    with FakeMessagesAPI(port=args.port, default=scripted) as fake:
         print(fake.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -514,12 +516,33 @@ def test_demo_keeps_its_home_in_a_new_folder_to_look_around(tmp_path, no_key, ca
     out, err = capsys.readouterr()
     assert code == 0, err
     assert f"The demo's home is kept: smarthole conversations --home {kept}" in out
+    assert f"a home, kept, in {kept}" in out and "throwaway" not in out
     assert main(["conversations", "--home", str(kept), "--json"]) == 0
     [conversation] = json.loads(capsys.readouterr().out)
     assert conversation["turns"] == 2
     assert (kept / "workspace" / "Lists" / "Groceries.md").read_text() == "- milk\n"
     assert (kept / "config.toml").read_text() == example_config_text(["plugins"])  # as init's
     assert (kept / "plugins").is_dir()
+
+
+def test_the_tour_walks_every_feature_printing_each_step(tmp_path, no_key, capsys):
+    """``demo --tour``: a tool, a team task with the web view's link, an approval answered
+    from the command line, an attachment, a schedule firing and a search, each a step."""
+    kept = tmp_path / "tour-home"
+    started = time.monotonic()
+    code = main(["demo", "--tour", "--home", str(kept)])
+    took = time.monotonic() - started
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    steps = re.findall(r"^\[(\d)/6 · [\d.]+ s\] (.+)$", out, re.M)
+    assert [int(n) for n, _ in steps] == [1, 2, 3, 4, 5, 6]
+    assert "Done: read_file said 1: # Lisbon" in out
+    assert "The team finished. completed after 2 of 2 turns" in out
+    assert "$ smarthole approve " in out and "workspace/notes/packing.md now says" in out
+    assert "I see 1 image." in out and "Time to stretch." in out
+    assert "$ smarthole search Lisbon" in out and "**Lisbon**" in out
+    assert re.search(r"open http://127\.0\.0\.1:\d+/\?token=\S+ \(once\)", out)
+    print(f"the tour took {took:.1f} s")  # the goal (< 20 s) is a figure, not a test
 
 
 @pytest.mark.parametrize("what", ["a home", "a file"])

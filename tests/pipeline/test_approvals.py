@@ -138,9 +138,18 @@ def test_the_cli_lists_what_waits_and_approves_it_through_the_inbox(
     assert code == 0 and listed["id"] == item["approval"] and listed["status"] == "waiting"
     assert listed["input"] == {"value": "once"} and listed["args_hash"] == item["args_hash"]
     _, out = cli(home, capsys, "approvals")
-    assert item["approval"] in out and "record" in out
+    header, row = out.splitlines()
+    assert header.split() == ["ID", "TOOL", "CONVERSATION", "CHANNEL", "EXPIRES", "INPUT"]
+    assert row.split()[:2] == [item["approval"], "record"] and row.endswith("value=once")
+    assert row.index("record") == header.index("TOOL")  # aligned, plain text
     _, out = cli(home, capsys, "status", "--json")
     assert json.loads(out)["approvals_waiting"] == 1
+    # status and ls say what the message waits for, not a retry
+    _, out = cli(home, capsys, "status")
+    assert "waiting for your approval: 1" in out and "deferred (retried automatically): 0" in out
+    assert "waiting for your approval of record (until " in out and "attempts=" not in out
+    _, out = cli(home, capsys, "ls")
+    assert "waiting for your approval of record (until " in out and "deferred" not in out
     _, out = cli(home, capsys, "show", item["conversation"])
     assert f"WAITING FOR YOUR APPROVAL {item['approval']}: record" in out
     fake.add(text("Recorded."))
@@ -363,3 +372,17 @@ def test_an_answer_file_needs_no_text_and_carries_its_note():
     )
     assert message.answer is not None and message.answer.decision == "deny"
     assert message.text == "no"
+
+
+def test_send_wait_that_times_out_says_it_waits_for_an_approval(
+    approvals_home, fake, env, live_daemon, capsys
+):
+    from smarthole.cli import main
+
+    fake.add(tool_use("record", {"value": "tea"}))
+    code = main(["send", "--wait", "--timeout", "3", "--home", str(approvals_home), "record tea"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "```" not in out and "**" not in out  # the item's Markdown, as plain text
+    assert "waits for your approval (`smarthole approvals`" in err
+    assert "is the daemon running" not in err

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ...errors import ExitCode
-from ..common import rooted
+from ..common import now, rooted
 from ..parser import Commands, command, option
 
 APPROVAL_ID_HELP = "the approval's id or a unique prefix"
@@ -27,7 +27,7 @@ def approvals(args: argparse.Namespace) -> int:
     from ..approving import print_waiting
 
     with rooted(args) as root:
-        print_waiting(root.approvals, as_json=args.json)
+        print_waiting(root.approvals, as_json=args.json, now=now())
     return ExitCode.OK
 
 

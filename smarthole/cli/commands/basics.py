@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
 def send(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..mailbox import Mailbox, Retrying, ToolCalled, retry_line
+    from ..mailbox import Mailbox, Progress, Retrying, ToolCalled, retry_line, waiting_for
+    from ..output import plain
 
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     if not text.strip() and not args.attach:
@@ -145,20 +146,22 @@ def send(args: argparse.Namespace) -> int:
             return ExitCode.FAILED
         print(f"sent {message_id}; waiting for the reply...", file=sys.stderr)
         final = None
+        last: Progress | None = None  # what was seen last: says what a timeout waited for
         for item in mailbox.follow(message_id, timeout=args.timeout):
+            last = item if not isinstance(item, ToolCalled) else last
             if isinstance(item, Retrying):
                 print(retry_line(item, now()), file=sys.stderr, flush=True)
                 continue
             if isinstance(item, ToolCalled):
                 continue
-            print(item.text, flush=True)
+            print(plain(item.text), flush=True)
             final = item if item.final else final
             if not item.final:
                 print()
         if final is None:
+            why = waiting_for(last, running=daemon_pid(home) is not None)
             print(
-                f"smarthole: no reply to {message_id} within {args.timeout:g}s (is the daemon "
-                "running? `smarthole status`)",
+                f"smarthole: no reply to {message_id} within {args.timeout:g}s: {why}",
                 file=sys.stderr,
             )
             return ExitCode.FAILED
@@ -170,8 +173,10 @@ def send(args: argparse.Namespace) -> int:
     "watch a scripted exchange against a bundled fake API",
     home_help="keep the demo's home in DIR (a new or empty folder) to look around after",
 )
+@option("--tour", action="store_true", help="walk every feature, a step at a time (< 20 s)")
 def demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
     # Only a --home given here, never $SMARTHOLE_HOME: that is likely a real home.
-    return run_demo(sys.stdout, keep_in=Home.resolve(args.home).root if args.home else None)
+    keep = Home.resolve(args.home).root if args.home else None
+    return run_demo(sys.stdout, keep_in=keep, tour=args.tour)

@@ -33,12 +33,13 @@ def conversations(args: argparse.Namespace) -> int:
         views = root.conversations.recent(
             channel=args.channel, include_all=args.all, limit=args.limit, now=now()
         )
+        approvals = root.approvals.waiting()
     if args.json:
         print_json([v.as_dict() for v in views])
     elif not views:
         print("No conversations yet.")
     else:
-        print(conversation_list(views, now()))
+        print(conversation_list(views, now(), approvals))
     return ExitCode.OK
 
 

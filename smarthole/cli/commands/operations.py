@@ -43,7 +43,7 @@ def register(commands: Commands) -> None:
 )
 def status(args: argparse.Namespace) -> int:
     from ..admin import status_report
-    from ..render import status_text
+    from ..statustext import status_text
 
     if args.check or args.max_queue_age is not None:
         return _check(args)
