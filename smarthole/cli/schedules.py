@@ -7,6 +7,7 @@ shown is made safe for the terminal: a tool's schedule carries text the model wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from ..config.schedules import CHANNEL_PATTERN, MAX_TEXT, NAME_RULE, SCHEDULE_NAME
@@ -18,7 +19,7 @@ from ..schedules import TimingError
 from .output import one_line, print_json, short
 
 
-def print_schedules(schedules: Schedules, *, as_json: bool) -> None:
+def print_schedules(schedules: Schedules, *, as_json: bool, now: datetime | None = None) -> None:
     last = schedules.last_fires()
     rows = [describe(s, last.get(s.id)) for s in schedules.all()]
     if as_json:
@@ -31,6 +32,8 @@ def print_schedules(schedules: Schedules, *, as_json: bool) -> None:
         timing = next(f"{k} {row[k]}" for k in ("cron", "every", "at") if k in row)
         name = row["name"] or "-"
         when = row["next_local"] if row["state"] == ScheduleState.ACTIVE else row["state"]
+        if when and row["next_at"] and now is not None:
+            when = soon(datetime.fromisoformat(row["next_at"]), now) or when
         print(f"{row['id'][:8]}  {one_line(name)}  [{row['source']}]  {short(timing, 40)}")
         print(f"    next: {when or 'never'}   ({one_line(row['timezone'])})")
         run = row["last_run"]
@@ -38,6 +41,20 @@ def print_schedules(schedules: Schedules, *, as_json: bool) -> None:
             fired = local_time(datetime.fromisoformat(run["fired_at"]), row["timezone"])
             print(f"    last: {fired} - {run['outcome']}")
         print(f"    text: {short(row['text'], 70)}")
+
+
+def soon(at: datetime, now: datetime) -> str | None:
+    """A next run within the hour, to the second: ``10:42:07 (in 35 s)``; None if later."""
+    seconds = (at - now).total_seconds()
+    if seconds >= 3600:
+        return None
+    if seconds < 1:
+        wait = "now"
+    elif seconds < 90:
+        wait = f"in {seconds:.0f} s"
+    else:
+        wait = f"in {seconds / 60:.0f} min"
+    return f"{at.astimezone():%H:%M:%S} ({wait})"
 
 
 def add_schedule(
@@ -50,7 +67,16 @@ def add_schedule(
     text: str,
     channel: str,
     now: datetime,
+    conversation: str = "new",
+    find_conversation: Callable[[str], str] | None = None,
 ) -> Schedule:
+    """A ``cli`` schedule; ``conversation`` is ``new``, ``same`` or a conversation that
+    ``find_conversation`` resolves to its id (each run continues it)."""
+    mode, conversation_id = conversation, None
+    if conversation not in ("new", "same"):
+        if find_conversation is None:
+            raise UsageError("--conversation must be new, same or a conversation's id")
+        mode, conversation_id = "same", find_conversation(conversation)
     if not SCHEDULE_NAME.fullmatch(name):
         raise UsageError(f"the name must be {NAME_RULE}")
     if not text.strip() or len(text) > MAX_TEXT:
@@ -67,6 +93,8 @@ def add_schedule(
             channel=channel,
             source="cli",
             now=now,
+            conversation_mode=mode,
+            conversation_id=conversation_id,
         )
     except TimingError as exc:
         raise UsageError(str(exc)) from exc

@@ -50,12 +50,15 @@ class Schedules:
         return Schedule.from_row(row) if row else None
 
     def find(self, key: str) -> Schedule:
-        """A schedule by name, id or unique id prefix; ``LookupFailed`` otherwise."""
+        """A schedule by name, id, or a unique prefix of either (as conversation ids are
+        given); ``LookupFailed`` otherwise."""
         row = self.store.query_one("SELECT * FROM schedules WHERE name = ? OR id = ?", (key, key))
         if row is not None:
             return Schedule.from_row(row)
         rows = self.store.query(
-            "SELECT * FROM schedules WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (like_prefix(key),)
+            "SELECT * FROM schedules WHERE id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\' "
+            "LIMIT 2",
+            (like_prefix(key), like_prefix(key)),
         )
         if len(rows) != 1:
             kind = "matches more than one" if rows else "matches no"

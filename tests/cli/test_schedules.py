@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -128,3 +129,50 @@ def test_a_config_schedule_is_removed_in_the_file(home, capsys):
     assert "config.toml" in capsys.readouterr().err
     assert cli(home, "schedule", "pause", "filed") == 0
     assert db(home).execute("SELECT state FROM schedules").fetchone()[0] == "paused"
+
+
+def test_rm_pause_resume_and_run_take_a_unique_prefix_of_the_name(home, capsys):
+    cli(home, "schedule", "add", "morning-brief", "--every", "1h", "Text")
+    cli(home, "schedule", "add", "morning-walk", "--every", "1h", "Text")
+    assert cli(home, "schedule", "pause", "morning-b") == 0
+    assert "paused schedule morning-brief" in capsys.readouterr().out
+    assert cli(home, "schedule", "pause", "morning") == 1  # two match: say so, change nothing
+    assert "matches more than one" in capsys.readouterr().err
+    assert cli(home, "schedule", "rm", "morning-w") == 0
+    assert [row["name"] for row in listed(home, capsys)] == ["morning-brief"]
+
+
+def test_the_next_run_within_the_hour_is_shown_to_the_second(home, capsys):
+    cli(home, "schedule", "add", "soon", "--every", "20s", "Text")
+    cli(home, "schedule", "add", "later", "--every", "1d", "Text")
+    capsys.readouterr()
+    assert cli(home, "schedules") == 0
+    out = capsys.readouterr().out
+    assert re.search(r"next: \d\d:\d\d:\d\d \(in \d+ s\)", out)  # soon's
+    assert re.search(r"next: \d{4}-\d\d-\d\d \d\d:\d\d \S+ ", out)  # later's, to the minute
+
+
+@pytest.mark.parametrize("given", ["same", "id"])
+def test_every_run_of_a_schedule_can_go_to_one_conversation(home, fake, env, capsys, given):
+    from tests.helpers import drop, run_once
+
+    fake.default = lambda request: text("Noted.")
+    drop(home, "hello", "m0")
+    run_once(home, env)
+    first = db(home).execute("SELECT id FROM conversations").fetchone()["id"]
+    conversation = first[:6] if given == "id" else "same"
+    args = ("schedule", "add", "tick", "--every", "7d", "--conversation", conversation, "Tick.")
+    assert cli(home, *args) == 0
+    for _ in range(3):
+        assert cli(home, "schedule", "run", "tick") == 0
+        run_once(home, env)
+    ids = {row["id"] for row in db(home).execute("SELECT id FROM conversations")}
+    assert len(ids) == (1 if given == "id" else 2)  # "same": one for every run, its own
+    turns = db(home).execute("SELECT MAX(turns) FROM conversations").fetchone()[0]
+    assert turns == (4 if given == "id" else 3)
+
+
+def test_a_conversation_that_does_not_exist_is_refused(home, capsys):
+    assert cli(home, "schedule", "add", "x", "--every", "1h", "--conversation", "ffff", "T") != 0
+    assert "ffff" in capsys.readouterr().err
+    assert listed(home, capsys) == []

@@ -9,7 +9,12 @@ from ...errors import ExitCode, UsageError
 from ..common import now, rooted
 from ..parser import Commands, command, option
 
-ID_HELP = "the schedule's name, id or a unique id prefix"
+# The --conversation help, here: the parser is built without importing the work modules.
+CONVERSATION_HELP = (
+    "new: a new conversation each run (default); same: one conversation for every run; or a "
+    "conversation's id (or unique prefix) to continue"
+)
+ID_HELP = "the schedule's name, id, or a unique prefix of either"
 
 
 def register(commands: Commands) -> None:
@@ -29,7 +34,7 @@ def schedules(args: argparse.Namespace) -> int:
     from ..schedules import print_schedules
 
     with rooted(args) as root:
-        print_schedules(root.schedules, as_json=args.json)
+        print_schedules(root.schedules, as_json=args.json, now=now())
     return ExitCode.OK
 
 
@@ -40,6 +45,7 @@ def schedules(args: argparse.Namespace) -> int:
 @option("--at", metavar="TIME", help='one local time, as "2026-12-01T09:00"')
 @option("--timezone", default="", metavar="ZONE", help="default: the system's zone")
 @option("--channel", default="default", metavar="CHANNEL", help="default: default")
+@option("--conversation", default="new", metavar="ID|new|same", help=CONVERSATION_HELP)
 @option("text", metavar="TEXT", help="the message it sends")
 def add(args: argparse.Namespace) -> int:
     from ...pipeline.watch import wake_daemon
@@ -59,6 +65,8 @@ def add(args: argparse.Namespace) -> int:
             text=args.text,
             channel=args.channel,
             now=now(),
+            conversation=args.conversation,
+            find_conversation=lambda key: root.conversations.get(key).id,
         )
         wake_daemon(root.home.inbox)  # a running daemon takes it into account now
         print(f"added schedule {added.label} ({added.id})")
