@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ..db.events import EventLog
     from ..db.ledger import Ledger, LedgerEntry
     from ..db.pending import PendingQuestions
-    from ..db.records import Conversation, StoredMessage
+    from ..db.records import Conversation, Message, StoredMessage
     from ..db.tasks import Tasks
     from ..errors import ApprovalWaiting, TurnError
     from .inbox import Inbox
@@ -186,6 +186,7 @@ class Lifecycle:
             fresh=fresh,
             waiting_for_reply=bool(questions),
             deliver=entry.message.metadata.get("schedule_deliver") is not False,
+            extra=_joined(entry.message, number),
         )
         self.inbox.remove_claimed(entry)
         # An earlier attempt may have asked to end the conversation; a new turn knows.
@@ -355,3 +356,11 @@ class Lifecycle:
             "kind": kind,
             "text": text,
         }
+
+
+def _joined(message: Message, turn: int) -> dict[str, Any] | None:
+    """``joined = "current"`` for the reply to attachments sent alone (a lone photo) that
+    named no conversation and went on the channel's current one: it says where they went."""
+    alone = bool(message.attachments) and not message.text.strip()
+    named = message.conversation is not None or message.new_conversation
+    return {"joined": "current"} if alone and not named and turn > 1 else None

@@ -96,6 +96,17 @@ def test_a_lone_image_with_no_attachment_text_is_the_image_alone(home, fake, env
     assert [b["type"] for b in user_blocks(fake)] == ["text", "image"]  # the context, the image
 
 
+def test_a_lone_image_joins_the_current_conversation_and_its_reply_says_so(home, fake, env):
+    fake.default = text("noted")
+    drop(home, "my trip", "m1")
+    run_once(home, env)
+    (home / "inbox" / "IMG_0002.png").write_bytes(PNG)
+    run_once(home, env)
+    first, second = finals(home)
+    assert second["conversation"] == first["conversation"] and second["turn"] == 2
+    assert second["joined"] == "current" and "joined" not in first.fields
+
+
 def test_front_matter_names_the_order(home, fake, env):
     fake.default = text("ok")
     files = {
