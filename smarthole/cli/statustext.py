@@ -69,7 +69,8 @@ def status_text(report: dict[str, Any]) -> str:
             )
     if report.get("next_schedule"):
         upcoming = report["next_schedule"]
-        lines.append(f"next schedule: {upcoming['name'] or upcoming['id']} at {upcoming['at']}")
+        at = clock(parse_time(upcoming["at"]), utc_now())
+        lines.append(f"next schedule: {one_line(upcoming['name'] or upcoming['id'])} at {at}")
     if report["duplicates_skipped"]:
         lines.append(f"duplicates skipped: {report['duplicates_skipped']} (see smarthole events)")
     if report.get("mcp"):

@@ -20,6 +20,7 @@ from ..errors import LookupFailed
 from ..formats import utc_now
 from . import markdown
 from .reads import STATES, TURNS_SHOWN, ConversationRow, Reader, RowState
+from .transcript import short_time
 
 if TYPE_CHECKING:
     from ..db.events import EventLog
@@ -38,6 +39,7 @@ def environment() -> Environment:
     env.filters["markdown"] = markdown.render
     env.filters["ago"] = ago
     env.filters["pretty_json"] = pretty_json
+    env.filters["clock"] = short_time  # 06:53 today, with its date another day
     env.globals["STATES"] = STATES
     env.globals["UNTITLED"] = UNTITLED
     return env
