@@ -56,14 +56,14 @@ def clock(moment: datetime, now: datetime) -> str:
     return f"{here:%Y-%m-%d %H:%M}"
 
 
-_FENCE = re.compile(r"^\s*```[\w-]*\s*$")
+_FENCE = re.compile(r"\s*```[\w-]*\s*")
 _STRONG = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
 
 
 def plain(markdown: str) -> str:
     """Markdown as plain terminal text: code fences and bold markers dropped, the rest as is
     (what a person reads in a terminal; files and the web view keep the Markdown)."""
-    lines = [line for line in markdown.split("\n") if not _FENCE.match(line)]
+    lines = [line for line in markdown.split("\n") if not _FENCE.fullmatch(line)]
     return _STRONG.sub(lambda m: m.group(1) or m.group(2), "\n".join(lines))
 
 

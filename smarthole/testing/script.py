@@ -24,7 +24,6 @@ from .replies import RecordedRequest, Reply, blocks_of_type, text, tool_use
 
 PREFIX = "/fake"
 TITLE_WORDS = 6
-_FIRST_USER_LINE = re.compile(r"^User: (.+)$", re.M)
 
 
 class ScriptError(ValueError):
@@ -198,8 +197,9 @@ def _last_tool_names(request: RecordedRequest) -> list[str]:
 
 
 def _transcript_opening(request: RecordedRequest) -> str:
-    found = _FIRST_USER_LINE.search(request.last_user_text)
-    return found.group(1) if found else ""
+    """What the person said first, from a title or summary request's transcript."""
+    said = (line for line in request.last_user_text.splitlines() if line.startswith("User: "))
+    return next(said, "").removeprefix("User: ")
 
 
 def _result_text(content: Any) -> str:

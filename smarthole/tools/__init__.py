@@ -102,8 +102,11 @@ class Tool:
 
     @property
     def summary(self) -> str:
-        """The description's first line, for listings."""
-        return self.description.strip().splitlines()[0] if self.description.strip() else ""
+        """The description's first sentence (of its first paragraph, lines joined), for
+        listings: never a line cut where the docstring happened to wrap."""
+        paragraph = " ".join(self.description.strip().split("\n\n", 1)[0].split())
+        sentence = re.match(r"(.+?[.!?])(?:\s|$)", paragraph)
+        return sentence.group(1) if sentence else paragraph
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -343,7 +346,10 @@ def build_tool(
             f"plugin {plugin!r}: tool name {tool_name!r} must match {TOOL_NAME.pattern}"
         )
     doc = docstring_parser.parse(inspect.getdoc(function) or "")
-    description = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
+    # docstring_parser ends the short description at the first line break: a first paragraph
+    # wrapped over lines goes on after it, not in a paragraph of its own.
+    between = "\n\n" if doc.blank_after_short_description else "\n"
+    description = between.join(p for p in (doc.short_description, doc.long_description) if p)
     if not description:
         raise PluginError(
             f"plugin {plugin!r}: tool {tool_name!r} needs a docstring; "

@@ -69,3 +69,25 @@ def test_start_task_refuses_a_max_turns_that_is_not_an_integer(home, fake, env, 
     (result,) = fake.requests[-1].tool_results
     assert result["is_error"] is True
     assert "max_turns: Input should be a valid integer" in result["content"]
+
+
+def test_a_wrapped_first_paragraph_stays_one_and_the_listing_shows_its_first_sentence():
+    def look(query: str) -> str:
+        """Search what was said in other conversations: the person's messages, your replies,
+        tool results and titles. Best matches first.
+
+        Then get_conversation reads one.
+
+        :param query: what to look for
+        """
+        return query
+
+    tool = build_tool(look, plugin="p")
+    assert tool.description.splitlines()[:2] == [
+        "Search what was said in other conversations: the person's messages, your replies,",
+        "tool results and titles. Best matches first.",
+    ]
+    assert tool.summary == (
+        "Search what was said in other conversations: the person's messages, your replies, "
+        "tool results and titles."
+    )
