@@ -102,11 +102,8 @@ class Tool:
 
     @property
     def summary(self) -> str:
-        """The description's first sentence (of its first paragraph, lines joined), for
-        listings: never a line cut where the docstring happened to wrap."""
-        paragraph = " ".join(self.description.strip().split("\n\n", 1)[0].split())
-        sentence = re.match(r"(.+?[.!?])(?:\s|$)", paragraph)
-        return sentence.group(1) if sentence else paragraph
+        """The description's first sentence, for listings (never a line cut at a wrap)."""
+        return re.split(r"(?<=[.!?])\s", " ".join(self.description.split("\n\n")[0].split()))[0]
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -346,9 +343,7 @@ def build_tool(
             f"plugin {plugin!r}: tool name {tool_name!r} must match {TOOL_NAME.pattern}"
         )
     doc = docstring_parser.parse(inspect.getdoc(function) or "")
-    # docstring_parser ends the short description at the first line break: a first paragraph
-    # wrapped over lines goes on after it, not in a paragraph of its own.
-    between = "\n\n" if doc.blank_after_short_description else "\n"
+    between = "\n\n" if doc.blank_after_short_description else "\n"  # else a wrapped line
     description = between.join(p for p in (doc.short_description, doc.long_description) if p)
     if not description:
         raise PluginError(
