@@ -155,17 +155,19 @@ class App:
             idempotent: bool = False,
             name: str | None = None,
             requires_approval: bool = False,
+            read_only: bool = False,
         ) -> None:
             plugin = self.plugins.calling()  # whose register_tools is running
             if plugin is None:
                 raise PluginError("register() works only inside a register_tools hook")
-            self.tools.register(
+            tool = self.tools.register(
                 function,
                 plugin=plugin,
                 idempotent=idempotent,
                 name=name,
                 requires_approval=requires_approval,
             )
+            tool.read_only = read_only
 
         self._call_strict(only, "register_tools", register=register, app=self)
 

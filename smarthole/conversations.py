@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .agent.prompts import UNTITLED, UNTITLED_INTERRUPTED
 from .attachments import Attachment, attachments_in
 from .db.events import about
+from .db.forking import Fork
 from .db.records import Conversation, StoredMessage, unique_match
 from .db.states import ConversationStatus, MessageStatus, OutboxKind, TitleState, TurnStatus
 from .errors import DocumentError, UsageError
@@ -42,6 +43,7 @@ class ConversationView:
     waiting_for_reply: bool
     deferred_until: datetime | None = None
     current: bool = False
+    fork: Fork | None = None  # where it was forked from, if it is a fork (or a replay)
 
     @property
     def title(self) -> str:
@@ -61,6 +63,8 @@ class ConversationView:
             "current": self.current,
             "ended_at": c.ended_at.isoformat() if c.ended_at else None,
         }
+        data["forked_from"] = self.fork.as_dict() if self.fork else None
+        data["replay_of"] = self.fork.replay_of if self.fork else None
         if self.deferred_until is not None:
             data["deferred_until"] = self.deferred_until.isoformat()
         if c.summary:
@@ -94,6 +98,7 @@ class Conversations:
         views = []
         waiting = {q.conversation_id for q in self.pending.all()}
         deferred = self._deferred()
+        forks = self.store.forks_of()
         current: dict[str, str | None] = {}  # channel -> its current conversation's id
         for conversation in self.store.recent_conversations(channel=channel):
             if (
@@ -111,6 +116,7 @@ class Conversations:
                     waiting=conversation.id in waiting,
                     deferred=deferred,
                     current=current[conversation.channel] == conversation.id,
+                    fork=forks.get(conversation.id),
                 )
             )
             if limit is not None and len(views) >= limit:
@@ -136,6 +142,7 @@ class Conversations:
         waiting: bool | None = None,
         deferred: dict[str, datetime | None] | None = None,
         current: bool | None = None,
+        fork: Fork | None = None,
     ) -> ConversationView:
         if waiting is None:
             waiting = self.pending.get(conversation.id) is not None
@@ -154,7 +161,9 @@ class Conversations:
             status = ConversationStatus.WAITING
         else:
             status = ConversationStatus.ACTIVE if current else ConversationStatus.PAUSED
-        return ConversationView(conversation, status, waiting, deferred_until, current)
+        if fork is None:
+            fork = self.store.fork_of(conversation.id)
+        return ConversationView(conversation, status, waiting, deferred_until, current, fork)
 
     def rename(self, wanted: str, title: str) -> Conversation:
         conversation = self.get(wanted)

@@ -114,6 +114,9 @@ def register_tools(register: Callable[..., Any], app: PluginApp) -> None:
     :param register: ``register(fn, idempotent=False, name=None)``. Pass ``idempotent=True``
         when running the tool twice with the same input does no harm: after a crash in the
         middle of such a tool the daemon runs it again instead of reporting an unknown outcome.
+        Pass ``read_only=True`` when it changes nothing (it reads, lists or searches): a replay
+        may run it for real (``smarthole replay --live-tools``), and a fork does not list it
+        among what the original did after the fork point.
     :param app: the running application (home, config, plugin data, settings).
     """
 

@@ -20,6 +20,7 @@ from ..db.records import KINDS, USER
 from .blocks import AttachmentBlocks, has_attachments
 from .messages import Encoder, History, to_api_messages, tool_use_ids
 from .packed import Packed, PackedText, Row
+from .prompts import with_note
 
 if TYPE_CHECKING:
     from ..db.messages import HistoryRow
@@ -135,6 +136,7 @@ class _Kept:
     packed: Packed = field(default_factory=Packed)  # all older than ``turns``
     cutoff: int = 0  # turns before this one have their attachments as a one-line note
     full: set[int] = field(default_factory=set)  # turns whose attachments are sent whole
+    note: tuple[int, str] | None = None  # a fork's note, and the turn whose context holds it
 
     @property
     def weight(self) -> int:
@@ -178,8 +180,10 @@ class HistoryCache:
         max_bytes: int = KEEP_BYTES,
         attachments: AttachmentBlocks | None = None,
         history_turns: int = 0,
+        notes: Callable[[str], tuple[int, str] | None] | None = None,
     ) -> None:
         self._rows = rows
+        self._notes = notes  # a fork's note for one turn's context (``db.forking.fork_note``)
         self._attachments = attachments
         self.history_turns = history_turns  # 0: every turn's attachments are sent again
         self._context = context  # a user message's first block, from its turn and time (micros)
@@ -228,12 +232,15 @@ class HistoryCache:
         rows, older = self._rows.history_tail(
             conversation_id, current_turn=current_turn, budget_chars=budget_chars
         )
-        kept = _Kept(last_id=0, turns={}, older=older, cutoff=cutoff)
+        note = self._notes(conversation_id) if self._notes is not None else None
+        kept = _Kept(last_id=0, turns={}, older=older, cutoff=cutoff, note=note)
         self._add(kept, rows)
         return kept
 
     def _add(self, kept: _Kept, rows: list[HistoryRow]) -> None:
         turns, context = kept.turns, self._context
+        if kept.note is not None:
+            context = _noted(context, *kept.note)
         # A content stored as JSON is parsed with the others, in one call: thousands of
         # json.loads calls cost twice as much. Most are one text block, stored as its text.
         parsed = iter(json.loads(f"[{','.join(row[3] for row in rows if row[4])}]"))
@@ -308,6 +315,20 @@ class HistoryCache:
         elif kept.older and spent + kept.older_size <= budget_chars:
             return None  # the newest turn not kept would fit: read again
         return _Choice(numbers, spent)
+
+
+def _noted(
+    context: Callable[[int, int], dict[str, Any]], turn: int, note: str
+) -> Callable[[int, int], dict[str, Any]]:
+    """``context``, with ``note`` in the context block of turn ``turn`` (a fork's first)."""
+
+    def noted(row_turn: int, created_at: int) -> dict[str, Any]:
+        block = context(row_turn, created_at)
+        if row_turn != turn:
+            return block
+        return {**block, "text": with_note(block["text"], note)}
+
+    return noted
 
 
 def _pack(kept: _Kept, earlier: list[int]) -> None:

@@ -69,6 +69,23 @@ def turn_context(turn: int, sent_at: int) -> dict[str, Any]:
     return {"type": "text", "text": f"{CONTEXT_OPEN}Turn {turn}, sent {when}.{CONTEXT_CLOSE}"}
 
 
+def with_note(context: str, note: str) -> str:
+    """A turn's context text with ``note`` said inside it (a fork's first turn says what the
+    original did after the fork point)."""
+    if context.endswith(CONTEXT_CLOSE):
+        return f"{context[: -len(CONTEXT_CLOSE)]} {note}{CONTEXT_CLOSE}"
+    return f"{context} {note}"
+
+
+def after_fork_note(turn: int, calls: list[str]) -> str:
+    """What a fork's first turn is told about the original after turn ``turn``."""
+    return (
+        f"This conversation is a fork of another after its turn {turn}. After this point the "
+        f"original conversation also ran: {', '.join(calls)}; so the world may not be as it was "
+        f"at turn {turn}."
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _local_minute(minute: int) -> str:
     """A UTC minute (since 1970) as local time, to the minute: the same for each of its

@@ -18,8 +18,8 @@ def register_tools(register: Any) -> None:
     # an id derived from the tool call, so a second run finds it already written.
     register(send_message, idempotent=True)
     register(end_conversation, idempotent=True)
-    register(get_conversation, idempotent=True)
-    register(search_conversations, idempotent=True)
+    register(get_conversation, idempotent=True, read_only=True)
+    register(search_conversations, idempotent=True, read_only=True)
     register(schedule_message)  # run again after a crash, it would schedule twice
     register(cancel_schedule, idempotent=True)
 

@@ -10,6 +10,7 @@ from ..attachments import Attachment, attachments_in
 from ..conversations import ConversationView
 from ..db.approvals import Approval
 from ..db.events import Event
+from ..db.forking import Fork
 from ..db.outbox import OutboxItem
 from ..db.records import Conversation, StoredMessage, Turn
 from ..db.states import ConversationStatus, OutboxKind
@@ -79,14 +80,18 @@ def transcript(
     messages: list[StoredMessage],
     outbox: list[OutboxItem],
     approvals: Sequence[Approval] = (),
+    fork: Fork | None = None,
 ) -> str:
     """Turns with times, the user's and the agent's words, questions, tools used, errors, and
-    the tool calls that asked for approval (a waiting one marked)."""
+    the tool calls that asked for approval (a waiting one marked); where a fork comes from."""
     lines = [
         title_line(conversation.title),
         f"conversation {conversation.id} · channel {conversation.channel} · "
         f"started {local(conversation.created_at)}",
     ]
+    if fork is not None:
+        what = "replay of" if fork.replay_of else "forked from"
+        lines.append(f"{what} conversation {fork.forked_from} after turn {fork.turn}")
     if conversation.ended_at:
         reason = one_line(conversation.end_reason or "ended")
         lines.append(f"ended {local(conversation.ended_at)} ({reason})")

@@ -222,6 +222,7 @@ class Runtime:
             turn_context,
             attachments=AttachmentBlocks(self.blobs),
             history_turns=self.config.attachments.history_turns,
+            notes=self.store.fork_note,  # a fork's first turn says what the original did after
         )
 
     @cached_property

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from sqlite3 import Connection
 
+from .forktables import FORK_TABLES
 from .records import KIND_CODES, KINDS, ROLES
 from .scheduletables import SCHEDULE_TABLES
 from .searchindex import SEARCH_TABLES, build_index
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Approvals (version 9): a tool call that waits for a person's yes, bound to the exact call by
 # its args hash; its row is the call's intent while it waits (``db.approvals``).
@@ -45,7 +46,6 @@ CREATE INDEX IF NOT EXISTS approvals_of_conversation ON approvals (conversation_
 CREATE INDEX IF NOT EXISTS approvals_by_answer ON approvals (answer_id)
     WHERE answer_id IS NOT NULL;
 """
-
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.
@@ -283,6 +283,8 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     9: (*statements(APPROVAL_TABLES), add_outbox_extra),
     # Schedules: what fires when, and each slot taken.
     10: statements(SCHEDULE_TABLES),
+    # Forks and replays of conversations.
+    11: statements(FORK_TABLES),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -390,5 +392,6 @@ CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id
     + MESSAGE_TABLES
     + MESSAGE_VIEWS
     + SCHEDULE_TABLES
+    + FORK_TABLES
     + SEARCH_TABLES
 )

@@ -7,11 +7,12 @@ Each table family has its own module (``conversations``, ``messages``, ``ledger`
 from __future__ import annotations
 
 from .conversations import ConversationTables
+from .forking import ForkTables
 from .messages import MessageTables
 from .plugindata import PluginData
 
 
-class Store(ConversationTables, MessageTables):
+class Store(ConversationTables, MessageTables, ForkTables):
     """The database of one home: conversations, turns, messages, tool calls and plugin data."""
 
     def plugin_data(self, plugin: str) -> PluginData:

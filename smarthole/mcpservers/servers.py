@@ -266,6 +266,7 @@ class Server:
             description=remote.description,
             plugin=self.group,
             idempotent=idempotent,
+            read_only=remote.annotations.get("readOnlyHint") is True,
             schema=schema,
             handler=lambda arguments: self.call(remote.name, arguments),
         )

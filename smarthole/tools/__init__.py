@@ -99,6 +99,7 @@ class Tool:
     plugin: str
     idempotent: bool = False
     requires_approval: bool = False
+    read_only: bool = False  # it changes nothing: a replay may run it, a fork need not list it
 
     @property
     def summary(self) -> str:

@@ -21,8 +21,9 @@ def workspace_tools(
     app = App(Home(home), Config(workspace=settings), Plugins())
     registry = ToolRegistry()
 
-    def register(function, idempotent=False, name=None):
-        registry.register(function, plugin="workspace", idempotent=idempotent, name=name)
+    def register(function, idempotent=False, name=None, read_only=False):
+        tool = registry.register(function, plugin="workspace", idempotent=idempotent, name=name)
+        tool.read_only = read_only
 
     workspace_plugin.register_tools(register=register, app=app)
     return registry

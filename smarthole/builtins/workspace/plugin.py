@@ -60,8 +60,10 @@ def register_tools(register: Callable[..., Any], app: PluginApp) -> None:
     workspace.media = app.config.attachments
     # Reading is safe to repeat after a crash, and so is writing a whole file or creating a
     # folder; an edit, delete or move run twice would apply twice, or fail half-way.
-    for name in ("read_file", "search_files", "list_files", "get_file_info", "write_file"):
-        register(getattr(workspace, name), idempotent=True)
+    # The readers change nothing at all (read-only: a replay may run them for real).
+    for name in ("read_file", "search_files", "list_files", "get_file_info"):
+        register(getattr(workspace, name), idempotent=True, read_only=True)
+    register(workspace.write_file, idempotent=True)
     register(workspace.create_folder, idempotent=True)
     register(workspace.edit_file)
     register(workspace.delete_file)

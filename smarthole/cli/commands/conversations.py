@@ -110,6 +110,7 @@ def show(args: argparse.Namespace) -> int:
                 root.store.messages(conversation.id),
                 root.outbox_record.items_for_conversation(conversation.id),
                 root.approvals.of_conversation(conversation.id),
+                fork=root.store.fork_of(conversation.id),
             )
         )
     return ExitCode.OK
