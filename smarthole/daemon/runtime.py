@@ -331,6 +331,7 @@ class Runtime:
     @cached_property
     def processor(self) -> Processor:
         from ..pipeline.processor import Processor
+        from ..pipeline.replaying import Replays
 
         return Processor(
             self.app,
@@ -347,6 +348,7 @@ class Runtime:
             teams=self.teams,
             titler=self.titler,
             stop=self.stop,
+            replays=Replays(self.store),
         )
 
     @cached_property

@@ -182,6 +182,15 @@ class ForkTables(Database):
                     runs.append((row["turn"], block.get("name", ""), block.get("input")))
         return runs
 
+    def tool_runs(self, conversation_id: str, *, after_turn: int = 0) -> dict[str, int]:
+        """The tool calls that ran in a conversation's turns after ``after_turn`` (their
+        intent rows), with how many times each ran."""
+        rows = self.query(
+            "SELECT tool_use_id, runs FROM tool_calls WHERE conversation_id = ? AND turn > ?",
+            (conversation_id, after_turn),
+        )
+        return {row[0]: row[1] for row in rows}
+
     def replays_with_key(self, replay_key: str) -> list[Fork]:
         rows = self.query(
             "SELECT * FROM forks WHERE replay_key = ? ORDER BY created_at", (replay_key,)

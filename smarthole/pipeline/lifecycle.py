@@ -41,6 +41,7 @@ from ..teams.control import fail_tasks
 from .answers import approval_item
 from .failed import aside_note
 from .failures import Failure, friendly_error
+from .replaying import is_replay
 
 if TYPE_CHECKING:
     from ..agent.loop import TurnOutcome
@@ -179,15 +180,18 @@ class Lifecycle:
         if outcome.note and not any(m.kind == "note" for m in turn_messages):
             note = [{"type": "text", "text": outcome.note}]
             turn_messages.append(self.store.append_message(conversation.id, number, "note", note))
-        # Timed by the turn's last stored message: the same file name on every attempt.
-        reply = self.outbox.hand_over_final(
-            **self._final_fields(attempt, OutboxKind.RESPONSE, outcome.text),
-            at=turn_messages[-1].created_at,
-            fresh=fresh,
-            waiting_for_reply=bool(questions),
-            deliver=entry.message.metadata.get("schedule_deliver") is not False,
-            extra=_joined(entry.message, number),
-        )
+        # Timed by the turn's last stored message: the same file name on every attempt. A
+        # replay's reply is never delivered: it is only stored.
+        reply = None
+        if not is_replay(entry.message):
+            reply = self.outbox.hand_over_final(
+                **self._final_fields(attempt, OutboxKind.RESPONSE, outcome.text),
+                at=turn_messages[-1].created_at,
+                fresh=fresh,
+                waiting_for_reply=bool(questions),
+                deliver=entry.message.metadata.get("schedule_deliver") is not False,
+                extra=_joined(entry.message, number),
+            )
         self.inbox.remove_claimed(entry)
         # An earlier attempt may have asked to end the conversation; a new turn knows.
         turn = None if fresh else self.store.turn(conversation.id, number)
@@ -196,7 +200,8 @@ class Lifecycle:
         # It waits for the disk: undone by a power cut, it would be redone (and the reply
         # delivered again) however long after, since nothing may sync the log meanwhile.
         with self.store.transaction() as db:
-            self.outbox.record_delivered(reply, db=db)
+            if reply is not None:
+                self.outbox.record_delivered(reply, db=db)
             self.store.complete_turn(db, conversation.id, number, note=outcome.note)
             self.ledger.set_status(entry.id, MessageStatus.DONE, claimed_path=None, db=db)
             if questions:
@@ -314,10 +319,13 @@ class Lifecycle:
         error, attempts = failure
         entry = attempt.entry
         text = friendly_error(error, entry.id)
-        reply = self.outbox.hand_over(**self._final_fields(attempt, OutboxKind.ERROR, text))
+        reply = None
+        if not is_replay(entry.message):  # a replay's error is in its transcript only
+            reply = self.outbox.hand_over(**self._final_fields(attempt, OutboxKind.ERROR, text))
         note = aside_note(entry, str(error), attempts=attempts, now=self.store.now())
         with self.store.transaction() as db:
-            self.outbox.mark(reply.id, OutboxState.DELIVERED, db=db)
+            if reply is not None:
+                self.outbox.mark(reply.id, OutboxState.DELIVERED, db=db)
             self._set_turn(attempt, TurnStatus.FAILED, db, error=str(error))
             fail_tasks(self.store, self.events, self.tasks, entry.id, str(error), db=db)
             self.ledger.set_status(entry.id, MessageStatus.DEAD, last_error=str(error), db=db)

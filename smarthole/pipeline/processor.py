@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .inbox import Inbox
     from .lifecycle import Lifecycle
     from .outbox import Outbox
+    from .replaying import ReplayPlan, Replays
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class Processor:
     titler: Titler | None = None
     stop: threading.Event | None = None
     rng: random.Random | None = None
+    replays: Replays | None = None  # a replay's turns: its plan, its tools' stand-ins
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -89,12 +91,14 @@ class Processor:
 
     def process(self, entry: LedgerEntry) -> Outcome:
         """Run (or resume) the turn of ``entry``, and make the transition its end calls for."""
+        plan = self.replays.plan(entry) if self.replays is not None else None
+        conversation_for = self._conversation_for if plan is None else lambda _: plan.conversation
         try:
-            begun = self.lifecycle.begin(entry, self._conversation_for)
+            begun = self.lifecycle.begin(entry, conversation_for)
         except MessageError as exc:
             return self.lifecycle.reject(entry, str(exc))
         attempt = begun.attempt
-        run = self._turn_run(attempt, begun.stored)
+        run = self._turn_run(attempt, begun.stored, plan)
         try:
             outcome = self._run(entry, run)
         except ApprovalWaiting as waiting:
@@ -126,7 +130,8 @@ class Processor:
         """The entry agent's turn, or the team task an inbox file asked for directly."""
         if entry.message.agents is None:
             tools = self.app.tools if self.teams is None else self.teams.entry_tools(self.app.tools)
-            return self.agent.run(run, tools=tools)
+            model = run.replay.model if run.replay is not None else None
+            return self.agent.run(run, tools=tools, model=model)
         said = [m for m in run.turn_messages() if m.kind == "assistant"]
         if said:  # the team's result was stored before a crash
             return TurnOutcome(text=said[-1].text)
@@ -168,7 +173,9 @@ class Processor:
             return None  # it is waiting for this reply: the pending timeout governs instead
         return "idle_timeout"
 
-    def _turn_run(self, attempt: Attempt, so_far: list[StoredMessage] | None) -> TurnRun:
+    def _turn_run(
+        self, attempt: Attempt, so_far: list[StoredMessage] | None, plan: ReplayPlan | None = None
+    ) -> TurnRun:
         """The turn as the agent loop sees it, with the system prompt of this attempt."""
         entry, conversation = attempt.entry, attempt.conversation
         if self.titler is not None:
@@ -188,6 +195,8 @@ class Processor:
             extra=extra,
         )
         self.history.history_turns = self.config.attachments.history_turns  # after a reload
+        if plan is not None:
+            system = plan.system(system)
         return TurnRun(
             app=self.app,
             events=self.events,
@@ -201,4 +210,7 @@ class Processor:
             stop=self.stop,
             answering=pending,
             stored_so_far=so_far,
+            replay=None
+            if plan is None or self.replays is None
+            else self.replays.tools(plan, entry),
         )

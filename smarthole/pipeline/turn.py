@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from ..agent.history import HistoryCache, Window
     from ..agent.messages import History
+    from ..agent.standin import ReplayTools
     from ..app import App
     from ..db.events import EventLog
     from ..db.ledger import LedgerEntry
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ..db.pending import PendingQuestion
     from ..db.records import Conversation, StoredMessage
     from ..db.usage import UsageLog
-    from ..tools import ToolResult
+    from ..tools import Tool, ToolResult
     from .outbox import Outbox
 
 
@@ -65,6 +66,8 @@ class TurnRun(RecordedTurn):
     trimmed: bool = field(default=False, init=False)
     # Why the agent asked to end the conversation after this turn, if it did in this attempt.
     end_requested: str | None = field(default=None, init=False)
+    # A replay's turn: recorded tool results stand in for its calls (``agent.standin``).
+    replay: ReplayTools | None = None
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -116,6 +119,11 @@ class TurnRun(RecordedTurn):
         kept = self.stored_so_far
         if kept is not None:
             self.store.after_commit(lambda: kept.append(stored))
+
+    def approval(self, block: dict[str, Any], tool: Tool) -> ToolResult | None:
+        if self.replay is not None:  # a replay: the original's recorded results stand in
+            return self.replay.check(block, tool, self.turn_messages(), self.gate)
+        return self.gate.check(block, tool)
 
     def check_stop(self) -> None:
         if self.stop is not None and self.stop.is_set():

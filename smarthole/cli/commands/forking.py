@@ -4,11 +4,12 @@ human messages again against another model or prompt, tools standing in (``repla
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
-from ...errors import ExitCode
-from ..common import rooted
-from ..parser import ID_HELP, Commands, bounded, command, option
+from ...errors import ExitCode, UsageError
+from ..common import print_json, rooted
+from ..parser import ID_HELP, Commands, bounded, command, number, option
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Commands) -> None:
-    for declared in (fork,):
+    for declared in (fork, replay):
         commands.add(declared)
 
 
@@ -48,6 +49,72 @@ def fork(args: argparse.Namespace) -> int:
             read_only=known_read_only(root.home),
         )
     print(forked.id)
+    return ExitCode.OK
+
+
+@command("replay", "run conversations' messages again with another model or prompt, side by side")
+@option("ids", nargs="+", metavar="CONVERSATION", help=ID_HELP + " (one or more)")
+@option("--model", metavar="M", help="the model to ask (default: the configured one)")
+@option("--system-prompt", metavar="FILE", help="a file whose text replaces the agent's prompt")
+@option("--from-turn", type=bounded(int, 1), default=1, metavar="N", help="replay turns N on")
+@option(
+    "--live-tools",
+    action="store_true",
+    help="let read-only tools run for real (others never run in a replay)",
+)
+@option("--report", metavar="FILE", help="write the side-by-side report to FILE.md or FILE.html")
+@option("--json", action="store_true", help="print the reports as JSON")
+@number("--timeout", 3600.0, "SECONDS", "how long to wait for the replays", above=True)
+def replay(args: argparse.Namespace) -> int:
+    """Start (or resume) a replay per conversation, wait for them, report; each replay is a
+    new conversation ("replay of ..."), current nowhere, its replies never delivered."""
+    from pathlib import Path
+
+    from ...fsutil import atomic_write
+    from ...pipeline.replaying import start_replay
+    from ...pipeline.replayreport import replay_report
+    from ..replaying import html_report, markdown, read_prompt, replay_daemon, summary_lines
+    from ..replaying import wait_for as wait_for_replays
+
+    report = Path(args.report) if args.report else None
+    if report is not None and report.suffix.lower() not in (".md", ".html"):
+        raise UsageError(f"--report {args.report}: name a .md or .html file")
+    prompt = read_prompt(args.system_prompt)
+    with rooted(args) as root:
+        forks = []
+        for wanted in args.ids:
+            started, resumed = start_replay(
+                root.store,
+                root.ledger,
+                root.conversations,
+                wanted,
+                model=args.model,
+                system_prompt=prompt,
+                from_turn=int(args.from_turn),
+                live_tools=args.live_tools,
+            )
+            turns = len((started.replay_plan or {}).get("turns", ()))
+            verb = "resuming" if resumed else "replaying"
+            print(
+                f"{verb} {started.forked_from} as {started.conversation_id} ({turns} turns)",
+                file=sys.stderr,
+            )
+            forks.append(started)
+        with replay_daemon(root.home) as local:
+            done = wait_for_replays(root, forks, local, args.timeout)
+        reports = [replay_report(root.store, root.ledger, root.usage, f) for f in forks]
+    if report is not None:
+        text = markdown(reports) if report.suffix.lower() == ".md" else html_report(reports)
+        atomic_write(report, text.encode(), mode=None)
+    if args.json:
+        print_json([r.as_dict() for r in reports])
+    else:
+        for made in reports:
+            print("\n".join(summary_lines(made)))
+    print(f"real tool runs: {sum(r.real_runs for r in reports)}", file=sys.stderr)
+    if not done:
+        print("smarthole: the replays are not done yet; they go on in the daemon", file=sys.stderr)
+        return ExitCode.FAILED
     return ExitCode.OK
 
 

@@ -1,0 +1,138 @@
+"""Replays: a conversation's messages again, another model or prompt, no tool run twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from smarthole.agent.standin import REFUSED
+from smarthole.cli import main
+from smarthole.testing import text, tool_use
+from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, run_once, tool_runs, write_config
+
+
+def cli(home: Path, *args: str) -> int:
+    return main([args[0], "--home", str(home), *args[1:]])
+
+
+def rows(home: Path, sql: str, *params) -> list[tuple]:
+    connection = db(home)
+    try:
+        return [tuple(r) for r in connection.execute(sql, params).fetchall()]
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def original(home, fake, env) -> str:
+    """Three turns: turn 2 ran ``record eggs`` (not idempotent, logged per real run) and
+    ``list_files``; turn 3 ``record milk``. Returns the conversation's id."""
+    write_config(home, plugins={"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]})
+    script = {
+        2: [tool_use("record", {"value": "eggs"}), tool_use("list_files", {})],
+        3: [tool_use("record", {"value": "milk"})],
+    }
+    for number in (1, 2, 3):
+        for reply in script.get(number, []):
+            fake.add(reply)
+        fake.add(text(f"answer {number}"))
+        drop(home, f"message {number}", f"m{number}")
+        run_once(home, env)
+    assert tool_runs(home) == ["record eggs", "record milk"]
+    ((conversation,),) = rows(home, "SELECT id FROM conversations")
+    return conversation
+
+
+def replay_of(home: Path) -> str:
+    ((replay,),) = rows(home, "SELECT conversation_id FROM forks WHERE replay_plan IS NOT NULL")
+    return replay
+
+
+def results(home: Path, conversation: str, turn: int) -> list[dict]:
+    found = rows(
+        home,
+        "SELECT content FROM messages WHERE conversation_id = ? AND turn = ? "
+        "AND kind = 'tool_result' ORDER BY id",
+        conversation,
+        turn,
+    )
+    return [json.loads(content)[0] for (content,) in found]
+
+
+def test_a_replay_answers_from_the_record_and_refuses_the_rest_running_nothing(
+    home, fake, environ, capsys, tmp_path, original
+):
+    outbox_before = len(read_outbox(home))
+    fake.add(text("replayed 1"))
+    fake.add(tool_use("record", {"value": "eggs"}))  # as the original: its result stands in
+    fake.add(tool_use("record", {"value": "ham"}))  # never made: refused
+    fake.add(text("replayed 2"))
+    fake.add(tool_use("list_files", {}))  # read-only, but no --live-tools
+    fake.add(text("replayed 3"))
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("You are the new prompt.")
+    report = tmp_path / "report.md"
+    capsys.readouterr()
+    code = cli(
+        home, "replay", original, "--model", "claude-other", "--system-prompt", str(prompt),
+        "--report", str(report),
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert tool_runs(home) == ["record eggs", "record milk"], "nothing ran again"
+    assert "real tool runs: 0" in err
+    replay = replay_of(home)
+    eggs, ham = results(home, replay, 2)
+    assert eggs["content"] == "recorded eggs" and not eggs["is_error"]
+    assert ham == {**ham, "content": REFUSED, "is_error": True}
+    (files,) = results(home, replay, 3)
+    assert files["content"] == REFUSED
+    asked = fake.requests[-6:]
+    assert {r.model for r in asked} == {"claude-other"}
+    assert all(r.system_text.startswith("You are the new prompt.") for r in asked)
+    assert len(read_outbox(home)) == outbox_before, "a replay's replies are never delivered"
+    written = report.read_text()
+    assert "## replay of" in written and "replayed 2" in written and "answer 2" in written
+    assert "record (recorded), record (refused)" in written
+    assert "1 recorded, 2 refused, 0 live; real tool runs: 0" in out
+
+
+def test_a_replay_is_a_conversation_of_its_own_current_nowhere(
+    home, fake, environ, capsys, original
+):
+    for n in (1, 2, 3):
+        fake.add(text(f"again {n}"))
+    fake.default = lambda request: text("again")
+    assert cli(home, "replay", original, "--from-turn", "2", "--json") == 0
+    (made,) = json.loads(capsys.readouterr().out)
+    assert made["original"] == original and made["real_runs"] == 0
+    assert [t["turn"] for t in made["turns"]] == [2, 3]
+    assert made["turns"][0]["original"]["reply"] == "answer 2"
+    assert made["turns"][0]["replay"]["reply"] is not None
+    assert made["turns"][0]["replay"]["cost_micros"] is None
+    assert cli(home, "ls", "--json", "--all") == 0
+    listed = {c["id"]: c for c in json.loads(capsys.readouterr().out)}
+    replay = listed[made["replay"]]
+    assert replay["replay_of"] == original and replay["title"].startswith("replay of ")
+    assert replay["forked_from"] == {"conversation": original, "turn": 1}
+    assert replay["current"] is False and listed[original]["current"] is True
+    assert replay["turns"] == 3
+
+
+def test_live_tools_run_only_the_read_only_ones(home, fake, environ, capsys, original):
+    fake.add(text("1"))
+    fake.add(tool_use("list_files", {"path": "."}))  # not recorded; read-only: runs
+    fake.add(tool_use("record", {"value": "bread"}))  # not recorded; has side effects: refused
+    fake.add(text("2"))
+    fake.add(text("3"))
+    assert cli(home, "replay", original, "--live-tools", "--json") == 0
+    out, err = capsys.readouterr()
+    (made,) = json.loads(out)
+    assert made["real_runs"] == 1 and "real tool runs: 1" in err
+    assert made["turns"][1]["replay"]["tool_calls"] == [
+        {"tool": "list_files", "how": "live"},
+        {"tool": "record", "how": "refused"},
+    ]
+    assert tool_runs(home) == ["record eggs", "record milk"]
