@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
 from smarthole.agent.standin import REFUSED
 from smarthole.cli import main
-from smarthole.testing import text, tool_use
-from tests.helpers import TEST_PLUGINS, db, drop, read_outbox, run_once, tool_runs, write_config
+from smarthole.testing import hold, text, tool_use
+from tests.helpers import (
+    TEST_PLUGINS,
+    Command,
+    db,
+    drop,
+    read_outbox,
+    run_once,
+    tool_runs,
+    write_config,
+)
 
 
 def cli(home: Path, *args: str) -> int:
@@ -136,3 +146,39 @@ def test_live_tools_run_only_the_read_only_ones(home, fake, environ, capsys, ori
         {"tool": "record", "how": "refused"},
     ]
     assert tool_runs(home) == ["record eggs", "record milk"]
+
+
+def test_a_replay_killed_mid_turn_resumes_and_still_runs_nothing(
+    home, fake, env, environ, capsys, tmp_path, original
+):
+    asked = len(fake.requests)
+    go = threading.Event()
+    fake.add(text("replayed 1"))
+    fake.add(tool_use("record", {"value": "eggs"}))
+    fake.add(hold(go, text("never heard")))  # turn 2's second call: the replay dies waiting
+    command = Command(tmp_path, env, "replay", original, "--home", str(home))
+    try:
+        fake.wait_for_requests(asked + 3, timeout=60)
+        command.process.kill()  # kill -9: no clean-up at all
+        command.process.wait(timeout=10)
+    finally:
+        go.set()
+        command.close()
+    replay = replay_of(home)
+    (eggs,) = results(home, replay, 2)
+    assert eggs["content"] == "recorded eggs", "stored before the kill"
+
+    fake.add(text("replayed 2"))
+    fake.add(text("replayed 3"))
+    assert cli(home, "replay", original, "--json") == 0
+    out, err = capsys.readouterr()
+    assert f"resuming {original} as {replay}" in err
+    (made,) = json.loads(out)
+    assert made["replay"] == replay and made["real_runs"] == 0 and made["finished"]
+    assert [t["replay"]["reply"] for t in made["turns"]] == [
+        "replayed 1",
+        "replayed 2",
+        "replayed 3",
+    ]
+    assert tool_runs(home) == ["record eggs", "record milk"], "still no real run"
+    assert len(rows(home, "SELECT 1 FROM forks WHERE replay_plan IS NOT NULL")) == 1
