@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..db.events import EventLog
     from ..db.records import Conversation
     from ..db.store import Store
+    from ..home import Home
     from ..tools import Tool
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,23 @@ def read_only_tools(tools: Any) -> Callable[[str], bool]:
     """Whether a tool of ``tools`` (a registry) is read-only, by name; unknown names are not."""
     known: dict[str, Tool] = {tool.name: tool for tool in tools}
     return lambda name: bool(getattr(known.get(name), "read_only", False))
+
+
+def home_read_only(home: Home) -> Callable[[str], bool]:
+    """Which tools are read-only, as the home's plugins register them, for a process with no
+    app of its own (a command, the web view). An MCP server's tools are not known there: they
+    count as having side effects, the safe side."""
+    from ..app import App
+    from ..errors import ConfigError, PluginError
+
+    try:
+        app = App.load(home)
+    except (ConfigError, PluginError):
+        return lambda name: False
+    try:
+        return read_only_tools(app.tools)
+    finally:
+        app.close()
 
 
 def fork(

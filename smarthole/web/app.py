@@ -27,6 +27,7 @@ from ..home import Home, holder
 from .api import Api
 from .auth import Gate, cookie_name, host_checker, reads, writes
 from .follower import POLL_SECONDS, EventFollower
+from .forks import ForkAction
 from .pages import NotFound, Pages, environment
 from .reads import Reader
 from .settings import DEFAULT_HOST, DEFAULT_PORT
@@ -61,6 +62,7 @@ def create_app(
     )
     pages = Pages(reader, events, environment())
     api = Api(home, store, reader, events, follower, max_message_bytes)
+    forks = ForkAction(home, store, root.conversations, events)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -73,7 +75,7 @@ def create_app(
                 root.close()
 
     app = Starlette(
-        routes=routes(pages, api),
+        routes=routes(pages, api, forks),
         middleware=[
             Middleware(
                 Gate,
@@ -89,7 +91,7 @@ def create_app(
     return app
 
 
-def routes(pages: Pages, api: Api) -> list[BaseRoute]:
+def routes(pages: Pages, api: Api, forks: ForkAction) -> list[BaseRoute]:
     """Every route, with what it needs: ``reads`` (the token) or ``writes`` (the token, from
     our own origin). The Gate middleware in front of them refuses anything else anyway."""
 
@@ -130,6 +132,7 @@ def routes(pages: Pages, api: Api) -> list[BaseRoute]:
         Route("/api/schedules", reads(_sync(api.schedules))),
         Route("/api/schedules/{id}/{action}", writes(_sync(api.schedule_action)), methods=["POST"]),
         Route("/api/messages", writes(api.post_message), methods=["POST"]),
+        Route("/api/conversations/{id}/fork", writes(forks.post), methods=["POST"]),
         Route("/api/approvals", reads(_sync(api.approvals))),
         Route("/api/approvals/{id}", writes(api.post_approval), methods=["POST"]),
         Route("/api/events", reads(_sync(api.events_since))),

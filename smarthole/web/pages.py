@@ -119,6 +119,7 @@ class Pages:
             channel=row.conversation.channel,
             **self._live_parts(row, team_turn),
             turns=self.reader.human_turns(row.conversation),
+            fork=self.reader.store.fork_of(row.conversation.id),
         )
 
     def new_conversation(self, channel: str | None) -> str:
@@ -135,6 +136,7 @@ class Pages:
             pending=None,
             waiting=[],
             turns=[],
+            fork=None,
         )
 
     def _live_parts(self, row: ConversationRow, team_turn: int | None) -> dict[str, Any]:

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from ...errors import ExitCode, UsageError
 from ..common import print_json, rooted
 from ..parser import ID_HELP, Commands, bounded, command, number, option
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from ...home import Home
 
 
 def register(commands: Commands) -> None:
@@ -35,6 +29,7 @@ def register(commands: Commands) -> None:
 def fork(args: argparse.Namespace) -> int:
     """Print the new conversation's id."""
     from ...pipeline.forking import fork as fork_conversation
+    from ...pipeline.forking import home_read_only
 
     with rooted(args) as root:
         forked = fork_conversation(
@@ -46,7 +41,7 @@ def fork(args: argparse.Namespace) -> int:
             title=args.title,
             channel=args.channel,
             keep_current=args.keep_current,
-            read_only=known_read_only(root.home),
+            read_only=home_read_only(root.home),
         )
     print(forked.id)
     return ExitCode.OK
@@ -116,20 +111,3 @@ def replay(args: argparse.Namespace) -> int:
         print("smarthole: the replays are not done yet; they go on in the daemon", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
-
-
-def known_read_only(home: Home) -> Callable[[str], bool]:
-    """Which tools are read-only, as the home's plugins register them (an MCP server's tools
-    are not known here: they count as having side effects, which is the safe side)."""
-    from ...app import App
-    from ...errors import ConfigError, PluginError
-    from ...pipeline.forking import read_only_tools
-
-    try:
-        app = App.load(home)
-    except (ConfigError, PluginError):
-        return lambda name: False
-    try:
-        return read_only_tools(app.tools)
-    finally:
-        app.close()

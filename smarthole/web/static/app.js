@@ -365,6 +365,20 @@ function conversationPage() {
     }
   });
 
+  // Fork from here: a new conversation holding turns 1..N; the page moves to it.
+  main.addEventListener("click", async (click) => {
+    const button = click.target.closest('[data-testid="fork-turn"]');
+    if (!button) return;
+    button.disabled = true;
+    try {
+      const made = await postJSON(`/api/conversations/${encodeURIComponent(id)}/fork`, { turn: Number(button.dataset.turn) });
+      location.assign(`/c/${encodeURIComponent(made.conversation)}`);
+    } catch (error) {
+      main.querySelector('[data-testid="composer-note"]').textContent = `Not forked: ${error.message}`;
+      button.disabled = false;
+    }
+  });
+
   main.addEventListener("click", async (click) => {
     const button = click.target.closest('[data-testid="load-earlier"]');
     if (!button) return;
