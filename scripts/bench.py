@@ -48,6 +48,10 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 13. schedules (issue 37): how late a schedule ``every = "1s"`` fires (slot -> message in the
    ledger), p50/p99/max, while files arrive on ten other channels, 25 a second, for 120 s
    (quick: 30 s) (benchlib/schedules.py).
+14. fork (issue 47): ``smarthole fork``'s work on a 10,000-message conversation (every turn,
+   and its middle turn), beside reading that conversation through the store; goal at most
+   2x; and the same with random-letter words, the search index's worst case
+   (benchlib/forkbench.py).
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from benchlib.attachments import attachment_rows
 from benchlib.cachebench import cache_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
+from benchlib.forkbench import fork_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.report import Row, markdown, save_json, table
 from benchlib.schedules import schedule_rows
@@ -95,6 +100,7 @@ PARTS = (
     "approvals",
     "attachments",
     "schedules",
+    "fork",
 )
 
 
@@ -176,6 +182,7 @@ def measure(
         "approvals": lambda: approval_rows(root, fake, sizes.approvals),
         "attachments": lambda: attachment_rows(root, fake),
         "schedules": lambda: schedule_rows(root, sizes.schedule_seconds),
+        "fork": lambda: fork_rows(root, sizes.history_messages, sizes.reload_repeats),
     }
     rows = runs[part]()
     if part == "backlog":
