@@ -10,6 +10,10 @@ import pytest
 
 from smarthole.agent.standin import REFUSED
 from smarthole.cli import main
+from smarthole.daemon import Runtime
+from smarthole.home import Home
+from smarthole.pipeline.replaying import start_replay
+from smarthole.pipeline.replayreport import replay_report
 from smarthole.testing import hold, text, tool_use
 from tests.helpers import (
     TEST_PLUGINS,
@@ -182,3 +186,43 @@ def test_a_replay_killed_mid_turn_resumes_and_still_runs_nothing(
     ]
     assert tool_runs(home) == ["record eggs", "record milk"], "still no real run"
     assert len(rows(home, "SELECT 1 FROM forks WHERE replay_plan IS NOT NULL")) == 1
+
+
+def test_a_replays_live_call_waits_for_a_persons_yes_like_any_turns(home, fake, env, original):
+    write_config(
+        home,
+        plugins={"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+        approvals={"tools": ["list_files"]},
+    )
+    root = Runtime.for_home(Home(home))
+    try:
+        replay, _ = start_replay(
+            root.store, root.ledger, root.conversations, original, live_tools=True
+        )
+    finally:
+        root.close()
+    fake.add(text("1"))
+    fake.add(tool_use("list_files", {"path": "."}))  # not recorded; read-only; needs a yes
+    run_once(home, env)
+    (item,) = [f for f in read_outbox(home) if f["kind"] == "approval"]
+    assert item["tool"] == "list_files" and item["conversation"] == replay.conversation_id
+    assert report_of(home, replay).real_runs == 0, "waiting, not run"
+
+    fake.add(text("2"))
+    fake.add(text("3"))
+    drop(home, "", "a1", approve=item["approval"])
+    run_once(home, env)
+    made = report_of(home, replay)
+    assert made.finished and made.real_runs == 1
+    assert made.turns[1].replay.tools == [("list_files", "live")]
+    replies = [f for f in read_outbox(home) if f["kind"] in ("response", "error")]
+    assert len(replies) == 3, "the original's three replies, none of the replay's"
+
+
+def report_of(home: Path, replay):
+    root = Runtime.for_home(Home(home))
+    try:
+        fork = root.store.fork_of(replay.conversation_id)
+        return replay_report(root.store, root.ledger, root.usage, fork)
+    finally:
+        root.close()
