@@ -210,7 +210,5 @@ class Processor:
             stop=self.stop,
             answering=pending,
             stored_so_far=so_far,
-            replay=None
-            if plan is None or self.replays is None
-            else self.replays.tools(plan, entry),
+            replay=self.replays.tools(plan, entry) if plan and self.replays else None,
         )
