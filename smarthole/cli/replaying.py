@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .common import daemon_pid, preflight
-from .output import one_line, short
+from .output import body, one_line, short
 
 if TYPE_CHECKING:
     from ..daemon.runtime import Runtime
@@ -128,7 +128,9 @@ def markdown(reports: list[ReplayReport]) -> str:
 
 
 def html_report(reports: list[ReplayReport]) -> str:
-    e = html.escape
+    def e(text: str) -> str:  # newlines kept, other control characters shown, markup escaped
+        return html.escape(body(text))
+
     parts = [
         "<!doctype html><meta charset=utf-8><title>Replay report</title>",
         "<style>body{font-family:sans-serif;max-width:72rem;margin:auto}table{width:100%;"
@@ -180,5 +182,5 @@ def _tools(side: Side) -> str:
 
 
 def _md(text: str) -> str:
-    """A table cell's text: one line, pipes escaped, control characters shown."""
-    return short(text, 2000).replace("|", "\\|")
+    """A table cell's text: one line, pipes and HTML escaped, control characters shown."""
+    return html.escape(short(text, 2000), quote=False).replace("|", "\\|")
