@@ -94,9 +94,12 @@ class Api:
                 pending = turn.number == waiting_turn and bool(questions) and index == questions[-1]
                 messages.append(said_dict(said, pending=pending))
         tasks = self.reader.team_between(conversation, first, last) if last else []
+        fork = self.store.fork_of(conversation.id)
         return JSONResponse(
             {
                 "conversation": row.as_dict(),
+                "forked_from": fork.as_dict() if fork else None,
+                "replay_of": fork.replay_of if fork else None,
                 "session": self.reader.bar(row).as_dict(),
                 "first_turn": first if last else None,
                 "last_turn": last or None,

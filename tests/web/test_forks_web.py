@@ -49,8 +49,9 @@ def test_the_fork_api_answers_with_the_fork_or_why_not(client, team_home):
     made = client.post(f"/api/conversations/{original}/fork", json={"turn": 2}, headers=headers)
     assert made.status_code == 201, made.text
     assert made.json()["forked_from"] == {"conversation": original, "turn": 2}
-    listed = client.get(f"/api/conversations/{made.json()['conversation']}", headers=headers)
-    assert listed.status_code == 200
+    shown = client.get(f"/api/conversations/{made.json()['conversation']}", headers=headers)
+    assert shown.json()["forked_from"] == {"conversation": original, "turn": 2}
+    assert shown.json()["replay_of"] is None
     too_far = client.post(f"/api/conversations/{original}/fork", json={"turn": 9}, headers=headers)
     assert too_far.status_code == 409 and "there is no turn 9" in too_far.json()["error"]
     bad = client.post(f"/api/conversations/{original}/fork", json={"turn": "2"}, headers=headers)
