@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..formats import args_hash
-from ..tools import ToolResult
+from ..tools import Tool, ToolResult, ToolSet
 
 if TYPE_CHECKING:
     from ..db.records import StoredMessage
-    from ..tools import Tool
 
 REFUSED = "not run during a replay (no recorded result for these arguments)"
 """The tool error a replayed call gets when the original made no call like it."""
@@ -60,6 +59,9 @@ class RecordedCalls:
                     results.setdefault(call_key(block), []).append(answer)
         return cls(results)
 
+    def names(self) -> set[str]:
+        return {name for name, _ in self.results}
+
     def result(self, block: dict[str, Any], earlier: int) -> ToolResult | None:
         """The recorded result for ``block``, asked for ``earlier`` times before in this turn;
         None if the original made no such call."""
@@ -82,6 +84,12 @@ class ReplayTools:
     recorded: RecordedCalls
     live_tools: bool = False
     model: str | None = None
+
+    def tools(self, offered: ToolSet) -> ToolSet:
+        """``offered``, where a tool the original called and that is gone now (an MCP server
+        not configured any more) is still found, so its recorded results stand in; the model
+        is offered the same tools."""
+        return _WithRecorded(offered, self.recorded.names() - {t.name for t in offered})
 
     def check(
         self, block: dict[str, Any], tool: Tool, turn: list[StoredMessage], gate: Gate
@@ -106,3 +114,14 @@ def _asked_before(block: dict[str, Any], turn: list[StoredMessage]) -> int:
             if call_key(earlier) == key:
                 count += 1
     return count
+
+
+class _WithRecorded(ToolSet):
+    """A tool set that also finds, by name, tools it does not offer (never run: a stand-in)."""
+
+    def __init__(self, offered: ToolSet, gone: set[str]) -> None:
+        super().__init__(offered)
+        self._gone = {name: Tool(name=name, description="", plugin="replay") for name in gone}
+
+    def get(self, name: str) -> Tool | None:
+        return super().get(name) or self._gone.get(name)

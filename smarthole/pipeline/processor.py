@@ -130,8 +130,9 @@ class Processor:
         """The entry agent's turn, or the team task an inbox file asked for directly."""
         if entry.message.agents is None:
             tools = self.app.tools if self.teams is None else self.teams.entry_tools(self.app.tools)
-            model = run.replay.model if run.replay is not None else None
-            return self.agent.run(run, tools=tools, model=model)
+            if run.replay is not None:  # a replay: its model; tools gone now still stand in
+                return self.agent.run(run, tools=run.replay.tools(tools), model=run.replay.model)
+            return self.agent.run(run, tools=tools)
         said = [m for m in run.turn_messages() if m.kind == "assistant"]
         if said:  # the team's result was stored before a crash
             return TurnOutcome(text=said[-1].text)

@@ -226,3 +226,21 @@ def report_of(home: Path, replay):
         return replay_report(root.store, root.ledger, root.usage, fork)
     finally:
         root.close()
+
+
+def test_a_tool_gone_since_still_has_its_recorded_results(home, fake, environ, capsys, original):
+    write_config(home)  # the test tools are not loaded any more
+    fake.add(text("1"))
+    fake.add(tool_use("record", {"value": "eggs"}))  # recorded: stands in
+    fake.add(tool_use("record", {"value": "bread"}))  # not recorded: refused, as ever
+    fake.add(text("2"))
+    fake.add(text("3"))
+    assert cli(home, "replay", original, "--json") == 0
+    (made,) = json.loads(capsys.readouterr().out)
+    assert "record" not in fake.requests[-1].tools, "the model is offered today's tools"
+    assert made["turns"][1]["replay"]["tool_calls"] == [
+        {"tool": "record", "how": "recorded"},
+        {"tool": "record", "how": "refused"},
+    ]
+    eggs, bread = results(home, made["replay"], 2)
+    assert eggs["content"] == "recorded eggs" and bread["content"] == REFUSED
