@@ -89,9 +89,10 @@ def transcript(
         f"conversation {conversation.id} · channel {conversation.channel} · "
         f"started {local(conversation.created_at)}",
     ]
-    if fork is not None:
-        what = "replay of" if fork.replay_of else "forked from"
-        lines.append(f"{what} conversation {fork.forked_from} after turn {fork.turn}")
+    if fork is not None and fork.replay_of:
+        lines.append(f"replay of conversation {fork.forked_from} from turn {fork.turn + 1}")
+    elif fork is not None:
+        lines.append(f"forked from conversation {fork.forked_from} after turn {fork.turn}")
     if conversation.ended_at:
         reason = one_line(conversation.end_reason or "ended")
         lines.append(f"ended {local(conversation.ended_at)} ({reason})")
@@ -136,6 +137,9 @@ def _turn_lines(messages: list[StoredMessage], finals: list[OutboxItem]) -> list
     for item in finals:
         said_by = "agent" if item.kind == OutboxKind.RESPONSE else "error reply"
         lines.append(_said(said_by, item.text))
+    replies = [m for m in messages if m.kind == "assistant"]
+    if not finals and replies and replies[-1].text.strip() and not replies[-1].tool_uses:
+        lines.append(_said("agent", replies[-1].text))  # a reply never sent: a fork's, a replay's
     return lines
 
 

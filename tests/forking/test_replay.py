@@ -244,3 +244,13 @@ def test_a_tool_gone_since_still_has_its_recorded_results(home, fake, environ, c
     ]
     eggs, bread = results(home, made["replay"], 2)
     assert eggs["content"] == "recorded eggs" and bread["content"] == REFUSED
+
+
+def test_show_says_what_a_replay_replays(home, fake, environ, capsys, original):
+    fake.default = lambda request: text("again")
+    assert cli(home, "replay", original, "--from-turn", "3", "--json") == 0
+    (made,) = json.loads(capsys.readouterr().out)
+    assert cli(home, "show", made["replay"]) == 0
+    shown = capsys.readouterr().out
+    assert f"replay of conversation {original} from turn 3" in shown
+    assert "message 2" in shown and "answer 2" in shown, "turns 1..2 are the original's"
