@@ -59,7 +59,7 @@ def print_waiting(approvals: Approvals, *, as_json: bool, now: datetime) -> None
     if not waiting:
         print("no tool call waits for approval")
         return
-    rows = [("ID", "TOOL", "CONVERSATION", "CHANNEL", "EXPIRES", "INPUT")]
+    rows: list[tuple[str, ...]] = [("ID", "TOOL", "CONVERSATION", "CHANNEL", "EXPIRES", "INPUT")]
     for approval in waiting:
         who = "" if approval.task_id is None else f" ({approval.agent})"
         rows.append(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..db.outbox import OutboxItem
+from ..db.states import OutboxKind
 from ..errors import DaemonError, MessageError
 from ..formats import parse_time
 from ..home import Home
@@ -73,7 +74,7 @@ def waiting_for(last: Progress | None, *, running: bool) -> str:
         return "the daemon retries the model, which it could not use (see above); " + (
             "the reply comes when it answers (`smarthole status`)"
         )
-    if last is not None and last.kind == "approval":
+    if isinstance(last, OutboxItem) and last.kind == OutboxKind.APPROVAL:
         return (
             "the turn waits for your approval (`smarthole approvals`, then `smarthole approve "
             "ID` or `smarthole deny ID`); the reply comes after it"

@@ -47,7 +47,9 @@ def signed_by(home: Home, message_id: str, by: ApprovalBy) -> dict[str, str]:
     """The metadata of an answer file the CLI or the web view writes: who it comes from, and
     the proof of it. Anyone who can write into the inbox can write ``by = "web"``; only the
     home's owner can read the key the proof is made with."""
-    return {"by": by.value, "proof": _proof(_key(home, create=True), message_id, by.value)}
+    key = _key(home, create=True)
+    assert key is not None  # made if missing
+    return {"by": by.value, "proof": _proof(key, message_id, by.value)}
 
 
 def arrived_by(home: Home, message: Message) -> str:

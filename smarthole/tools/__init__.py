@@ -7,7 +7,6 @@ hidden from the model and receives the call's context instead.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import re
@@ -335,61 +334,14 @@ def build_tool(
     function: Callable[..., Any], *, plugin: str, idempotent: bool = False, name: str | None = None
 ) -> FunctionTool:
     """Make a :class:`FunctionTool` from a typed function; raises ``PluginError`` if it cannot."""
-    import docstring_parser
-    import pydantic
+    from .building import derive
 
     tool_name = str(name or getattr(function, "__name__", ""))
     if not TOOL_NAME.fullmatch(tool_name):
         raise PluginError(
             f"plugin {plugin!r}: tool name {tool_name!r} must match {TOOL_NAME.pattern}"
         )
-    doc = docstring_parser.parse(inspect.getdoc(function) or "")
-    between = "\n\n" if doc.blank_after_short_description else "\n"  # else a wrapped line
-    description = between.join(p for p in (doc.short_description, doc.long_description) if p)
-    if not description:
-        raise PluginError(
-            f"plugin {plugin!r}: tool {tool_name!r} needs a docstring; "
-            "it is the description the model reads"
-        )
-    param_docs = {p.arg_name: p.description for p in doc.params if p.description}
-    try:
-        hints = typing.get_type_hints(function)
-    except Exception as exc:
-        raise PluginError(
-            f"plugin {plugin!r}: tool {tool_name!r} has unresolvable type hints: {exc}"
-        ) from exc
-    fields: dict[str, Any] = {}
-    context_parameter = None
-    for parameter in inspect.signature(function).parameters.values():
-        annotation = hints.get(parameter.name, Any)
-        if annotation is ToolContext:
-            context_parameter = parameter.name
-            continue
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise PluginError(
-                f"plugin {plugin!r}: tool {tool_name!r} may not take *args or "
-                "**kwargs; the model needs named parameters"
-            )
-        default = ... if parameter.default is parameter.empty else parameter.default
-        fields[parameter.name] = (
-            annotation,
-            pydantic.Field(default, description=param_docs.get(parameter.name)),
-        )
-    try:
-        arguments = pydantic.create_model(
-            f"{tool_name}_arguments",
-            # strict: an integer argument takes an integer, not "7" or true (which lax mode
-            # would turn into 7 and 1 behind the model's back); the model reads the error.
-            __config__=pydantic.ConfigDict(
-                extra="forbid", arbitrary_types_allowed=False, strict=True
-            ),
-            **fields,
-        )
-        arguments.model_json_schema()
-    except Exception as exc:
-        raise PluginError(
-            f"plugin {plugin!r}: tool {tool_name!r} has parameters that have no JSON schema: {exc}"
-        ) from exc
+    description, context_parameter, arguments = derive(function, tool_name, plugin, ToolContext)
     return FunctionTool(
         name=tool_name,
         description=description,

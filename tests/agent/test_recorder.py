@@ -16,7 +16,6 @@ SHARED = (
     "system",
     "started_tools",
     "record_assistant",
-    "approval",
     "outcome_unknown",
     "record_tool_start",
     "record_tool_result",
@@ -28,6 +27,13 @@ SHARED = (
 def test_both_kinds_of_turn_run_the_same_method(name):
     assert getattr(TurnRun, name) is getattr(RecordedTurn, name)
     assert getattr(AgentTurnSession, name) is getattr(RecordedTurn, name)
+
+
+def test_only_a_human_turn_asks_a_replay_first():
+    """A replayed turn's recorded results stand in before the gate (issue 47); a team agent's
+    turn is never replayed, so it asks the gate as the shared method does."""
+    assert TurnRun.approval is not RecordedTurn.approval
+    assert AgentTurnSession.approval is RecordedTurn.approval
 
 
 @pytest.mark.parametrize("kind", [TurnRun, AgentTurnSession])
