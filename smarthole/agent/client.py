@@ -190,8 +190,14 @@ class ModelClient:
         if tools:
             rest += f',"tools":{self._tools_json(tools)}'
         body = blob_data().splice(f'{{"messages":{history},{rest},"stream":true}}'.encode())
+        betas = sorted({BETA_TOOLS[t["type"]] for t in tools or () if t.get("type") in BETA_TOOLS})
         return self._client.post(
-            "/v1/messages", content=body, cast_to=object, stream=True, stream_cls=Stream[object]
+            "/v1/messages",
+            content=body,
+            cast_to=object,
+            stream=True,
+            stream_cls=Stream[object],
+            options={"headers": {"anthropic-beta": ",".join(betas)}} if betas else {},
         )
 
     def _tools_json(self, tools: list[dict[str, Any]]) -> str:
@@ -211,6 +217,9 @@ class ModelClient:
         if made is not None:
             made.close()
 
+
+# Tool types the API offers only behind a beta header: the header a request offering one sends.
+BETA_TOOLS = {"memory_20250818": "context-management-2025-06-27"}
 
 encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """JSON text of request data as the SDK encodes a body: compact, UTF-8 as is, no NaN."""

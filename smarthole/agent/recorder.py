@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..tools import ToolContext
+from ..tools import ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from ..app import App
     from ..db.connection import Database
     from ..db.records import StoredMessage
     from ..db.usage import UsageLog
-    from ..tools import Tool, ToolResult, TurnControl
+    from ..tools import Tool, TurnControl
     from .approvals import ApprovalGate
     from .client import ModelReply
 
@@ -40,6 +41,17 @@ class Step:
     content: list[dict[str, Any]]
     tool_use_id: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommittedResult(ToolResult):
+    """A tool result made inside the transaction that records it: ``commit(db)`` does the
+    tool's work and says its result, so the work and its result commit together (the memory
+    tool's writes). ``text`` holds only what is added after it (an approval's note)."""
+
+    commit: Callable[[sqlite3.Connection], ToolResult] | None = field(
+        default=None, repr=False, compare=False
+    )
 
 
 class TurnTables(Protocol):
@@ -99,8 +111,11 @@ class TurnRecorder:
             self.tables.tool_started(block, db)
 
     def record_tool_result(self, block: dict[str, Any], result: ToolResult) -> None:
-        content = [result.block(block["id"])]
         with self.store.transaction() as db:
+            if isinstance(result, CommittedResult) and result.commit is not None:
+                made = result.commit(db)
+                result = replace(made, text=made.text + result.text) if result.text else made
+            content = [result.block(block["id"])]
             self.tables.append(Step("tool_result", content, tool_use_id=block["id"]), db)
             self.tables.tool_finished(block, result, db)
 

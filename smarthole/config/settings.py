@@ -14,6 +14,7 @@ from .attachments import AttachmentSettings
 from .desktop import DesktopSettings
 from .fields import setting
 from .mcp import McpSettings
+from .memory import MemorySettings
 from .schedules import SchedulerSettings, ScheduleSettings
 from .teams import TeamAgentSettings, TeamSettings
 
@@ -195,6 +196,7 @@ SECTIONS: dict[str, type] = {
     "approvals": ApprovalSettings,
     "attachments": AttachmentSettings,
     "scheduler": SchedulerSettings,
+    "memory": MemorySettings,
 }
 
 
@@ -219,5 +221,6 @@ class Config:
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     schedules: tuple[ScheduleSettings, ...] = ()
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

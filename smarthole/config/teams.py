@@ -42,6 +42,7 @@ class TeamAgentSettings:
     model: str = setting("", "Model for this agent; empty means [model] name.")
     tools: list[str] = setting([], "Tool names this agent may use; default none.")
     approve: list[str] = setting([], "Glob patterns of its calls that wait for approval.")
+    memory: bool = setting(False, "Offer this agent the memory tool too (see docs/memory.md).")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class TeamAgent:
     model: str
     tools: tuple[str, ...] = field(default=())
     approve: tuple[str, ...] = field(default=())  # patterns of its calls that need approval
+    memory: bool = False  # offered the memory tool
 
 
 def parse_agents(table: dict[str, Any], errors: list[str]) -> dict[str, TeamAgentSettings]:
@@ -129,6 +131,7 @@ def resolve_team(
             model=agent.model or default_model,
             tools=tuple(agent.tools),
             approve=tuple(agent.approve),
+            memory=agent.memory,
         )
     if errors:
         raise ConfigError(f"{home.config_file}: " + "; ".join(errors))

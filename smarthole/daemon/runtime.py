@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..agent.client import ModelClient
     from ..agent.history import HistoryCache
     from ..agent.loop import Agent
+    from ..agent.memory import Memory
     from ..agent.titles import Titler
     from ..app import App
     from ..attachments import BlobStore
@@ -298,9 +299,20 @@ class Runtime:
         return Answers(self.home, self.store, self.ledger, self.events, self.outbox, self.approvals)
 
     @cached_property
+    def memory(self) -> Memory:
+        """The agent's memory (its files in the store), with the limits of ``[memory]``."""
+        from ..agent.memory import Memory
+        from ..db.memory import MemoryTables
+
+        return Memory(MemoryTables(self.store), self.events, lambda: self.config.memory)
+
+    @cached_property
     def agent(self) -> Agent:
         from ..agent.loop import Agent
+        from ..agent.memory import TOOL_NAME, memory_tool
 
+        if self.app.config.memory.enabled:  # the memory tool, offered from the start
+            self.app.tools.replace_group(TOOL_NAME, [memory_tool(self.memory)])
         return Agent(
             self.client,
             self.app.tools,
@@ -349,6 +361,7 @@ class Runtime:
             titler=self.titler,
             stop=self.stop,
             replays=Replays(self.store),
+            memory=self.memory,
         )
 
     @cached_property

@@ -49,6 +49,8 @@ EVENT_TYPES = (
     "bridge_disconnected",
     "schedule_fired",
     "schedule_missed",
+    "memory_written",
+    "memory_deleted",
 )
 
 

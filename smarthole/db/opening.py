@@ -34,6 +34,9 @@ def connect(path: Path, *, check: bool) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = FULL")
         db.execute("PRAGMA foreign_keys = ON")
+        # What is deleted is overwritten with zeros, not left in free pages: a forget leaves
+        # no byte of what it removed (see db.forgetting).
+        db.execute("PRAGMA secure_delete = ON")
         if check:
             (result,) = db.execute("PRAGMA quick_check").fetchone()
             if result != "ok":

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from sqlite3 import Connection
 
 from .forktables import FORK_TABLES
+from .memorytables import FORGET_TABLES, MEMORY_TABLES
 from .records import KIND_CODES, KINDS, ROLES
 from .scheduletables import SCHEDULE_TABLES
 from .searchindex import SEARCH_TABLES, build_index
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Approvals (version 9): a tool call that waits for a person's yes, bound to the exact call by
 # its args hash; its row is the call's intent while it waits (``db.approvals``).
@@ -285,6 +286,8 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     10: statements(SCHEDULE_TABLES),
     # Forks and replays of conversations.
     11: statements(FORK_TABLES),
+    # Memory: its files and writes, the profile each conversation began with; forgets.
+    12: statements(MEMORY_TABLES + FORGET_TABLES),
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -393,5 +396,7 @@ CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id
     + MESSAGE_VIEWS
     + SCHEDULE_TABLES
     + FORK_TABLES
+    + MEMORY_TABLES
+    + FORGET_TABLES
     + SEARCH_TABLES
 )

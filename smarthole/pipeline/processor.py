@@ -37,6 +37,7 @@ from .turn import TurnRun
 if TYPE_CHECKING:
     from ..agent.history import HistoryCache
     from ..agent.loop import Agent
+    from ..agent.memory import Memory
     from ..agent.titles import Titler
     from ..app import App
     from ..config import Config
@@ -79,6 +80,7 @@ class Processor:
     stop: threading.Event | None = None
     rng: random.Random | None = None
     replays: Replays | None = None  # a replay's turns: its plan, its tools' stand-ins
+    memory: Memory | None = None
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -187,6 +189,8 @@ class Processor:
         extra = self.app.plugins.collect(
             "extend_system_prompt", conversation=conversation, message=entry.message
         )
+        if self.memory is not None and self.config.memory.enabled:
+            extra = [self.memory.profile_section(conversation.id), *extra]
         pending = self.pending.get(conversation.id)
         system = system_prompt(
             self.config.agent,

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..agent.memory import TOOL_NAME as MEMORY_TOOL
+from ..agent.memory import team_memory_tool
 from ..db.states import TaskStatus
 from ..db.tasks import AgentTurn, Task
 from ..errors import InternalError, TeamRequestError, ToolError
@@ -105,9 +107,14 @@ class TeamRunner:
         tools = self.app.tools
 
         def allowed(name: str) -> bool:
-            return name not in TEAM_TOOLS and any(tool_matches(a, name) for a in agent.tools)
+            return (
+                name not in TEAM_TOOLS
+                and name != MEMORY_TOOL  # given by its ``memory = true`` alone
+                and any(tool_matches(a, name) for a in agent.tools)
+            )
 
-        return tools.only(allowed, *filter(None, [tools.get(FINISH_TASK)]))
+        memory = team_memory_tool(tools, agent.name) if agent.memory else None
+        return tools.only(allowed, *filter(None, [memory, tools.get(FINISH_TASK)]))
 
     def start_from_tool(
         self, task: str, agents: list[str], max_turns: int | None, context: ToolContext

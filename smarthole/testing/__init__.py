@@ -38,6 +38,7 @@ from .replies import (
     garbled,
     hold,
     max_tokens,
+    memory_call,
     overloaded,
     prompt_too_long,
     rate_limited,
@@ -55,7 +56,7 @@ from .validation import invalid_history
 
 __all__ = [
     "FakeMessagesAPI", "RecordedRequest", "Reply", "Responder", "delay", "drop", "drop_message",
-    "echo", "error", "garbled", "hold", "invalid_history", "max_tokens", "overloaded",
-    "prompt_too_long", "rate_limited", "run_once", "server_error", "stream_error", "text",
-    "tool_use", "tool_uses", "truncated", "unclosed",
+    "echo", "error", "garbled", "hold", "invalid_history", "max_tokens", "memory_call",
+    "overloaded", "prompt_too_long", "rate_limited", "run_once", "server_error", "stream_error",
+    "text", "tool_use", "tool_uses", "truncated", "unclosed",
 ]  # fmt: skip

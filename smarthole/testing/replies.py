@@ -59,6 +59,12 @@ def tool_use(
     return tool_uses([(name, input)], text, ids=[id])
 
 
+def memory_call(command: str, *, id: str | None = None, **arguments: Any) -> Reply:
+    """A call of the memory tool (``memory_20250818``): ``memory_call("create",
+    path="/memories/profile.md", file_text="...")``."""
+    return tool_use("memory", {"command": command, **arguments}, id=id)
+
+
 def tool_uses(
     calls: list[tuple[str, dict[str, Any]]],
     text: str | None = None,

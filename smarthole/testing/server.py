@@ -14,7 +14,7 @@ from typing import Any
 
 from .cache import PromptCache
 from .replies import RecordedRequest, Reply, Responder, error, fresh_id
-from .validation import invalid_history
+from .validation import invalid_history, invalid_tools
 
 logger = logging.getLogger(__name__)
 
@@ -253,7 +253,11 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             if path.endswith("/v1/messages/count_tokens"):
                 # About four characters per token, the API's own rule of thumb.
                 return self._json(200, {"input_tokens": max(1, len(raw) // 4)})
-            reason = invalid_history(body.get("messages")) if fake.validate else None
+            reason = (
+                invalid_history(body.get("messages")) or invalid_tools(body.get("tools"), headers)
+                if fake.validate
+                else None
+            )
             request = RecordedRequest(path, headers, body, invalid_reason=reason)
             reply = fake._answer(request)
             if reply.usage is None and reply.status == 200 and reply.body is None:

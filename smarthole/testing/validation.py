@@ -63,6 +63,27 @@ def invalid_history(messages: Any) -> str | None:
     return None
 
 
+# Anthropic-defined tools that the API offers only behind a beta header, and that header.
+BETA_TOOLS = {"memory_20250818": "context-management-2025-06-27"}
+
+
+def invalid_tools(tools: Any, headers: dict[str, str]) -> str | None:
+    """Why ``tools`` is not a tool list the API takes with these (lower-case) headers."""
+    if tools is None:
+        return None
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        return "tools: must be a list of tool definitions"
+    betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
+    for number, tool in enumerate(tools):
+        kind = tool.get("type")
+        if kind in BETA_TOOLS and BETA_TOOLS[kind] not in betas:
+            beta = BETA_TOOLS[kind]
+            return f"tools.{number}: {kind} needs the beta header anthropic-beta: {beta}"
+        if kind is None and not isinstance(tool.get("input_schema"), dict):
+            return f"tools.{number}.input_schema: Field required"
+    return None
+
+
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
