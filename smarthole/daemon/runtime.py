@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..home import Home
     from ..hookspecs import PluginApp
     from ..pipeline.answers import Answers
+    from ..pipeline.forget import Forgetter
     from ..pipeline.inbox import Inbox
     from ..pipeline.lifecycle import Lifecycle
     from ..pipeline.outbox import Outbox
@@ -307,6 +308,14 @@ class Runtime:
         return Memory(MemoryTables(self.store), self.events, lambda: self.config.memory)
 
     @cached_property
+    def forgetter(self) -> Forgetter:
+        """``smarthole forget``: rows, memory and files of what is forgotten, erased."""
+        from ..db.forgetting import ForgetTables
+        from ..pipeline.forget import Forgetter
+
+        return Forgetter(self.home, self.store, ForgetTables(self.store), self.memory, self.blobs)
+
+    @cached_property
     def agent(self) -> Agent:
         from ..agent.loop import Agent
         from ..agent.memory import TOOL_NAME, memory_tool
@@ -342,6 +351,7 @@ class Runtime:
 
     @cached_property
     def processor(self) -> Processor:
+        from ..db.forgetting import ForgetTables
         from ..pipeline.processor import Processor
         from ..pipeline.replaying import Replays
 
@@ -362,6 +372,7 @@ class Runtime:
             stop=self.stop,
             replays=Replays(self.store),
             memory=self.memory,
+            forgets=ForgetTables(self.store).generation,
         )
 
     @cached_property

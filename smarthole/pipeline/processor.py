@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -81,9 +82,13 @@ class Processor:
     rng: random.Random | None = None
     replays: Replays | None = None  # a replay's turns: its plan, its tools' stand-ins
     memory: Memory | None = None
+    # How many forgets have committed (``db.forgetting``): when it moves, what the history
+    # cache holds may be forgotten, and it is read again from the store.
+    forgets: Callable[[], int] | None = None
 
     def __post_init__(self) -> None:
         self.store = self.app.store
+        self._forgets = self.forgets() if self.forgets is not None else 0
 
     @property
     def config(self) -> Config:
@@ -181,6 +186,9 @@ class Processor:
     ) -> TurnRun:
         """The turn as the agent loop sees it, with the system prompt of this attempt."""
         entry, conversation = attempt.entry, attempt.conversation
+        if self.forgets is not None and self._forgets != (seen := self.forgets()):
+            self._forgets = seen
+            self.history.clear()
         if self.titler is not None:
             self.titler.sweep(channel=conversation.channel)
         recent = self.store.recent_conversations(
