@@ -79,6 +79,8 @@ def parse_agents(table: dict[str, Any], errors: list[str]) -> dict[str, TeamAgen
                 errors.append(f"{where} tools: 'finish_task' is every team agent's; leave it out")
             elif tool in ENTRY_ONLY_TOOLS:
                 errors.append(f"{where} tools: {tool!r} is for the entry agent only")
+            if tool == "memory":
+                errors.append(f"{where} tools: the memory tool is given by memory = true")
         agents[name] = agent
     return agents
 

@@ -9,7 +9,7 @@ import pytest
 
 from smarthole.agent.memorytext import PROFILE
 from smarthole.db.memory import WriteSource
-from smarthole.testing import memory_call, text
+from smarthole.testing import memory_call, text, tool_use
 from tests.helpers import db, drop, run_once, write_config
 
 SPEC = {"type": "memory_20250818", "name": "memory"}
@@ -240,3 +240,47 @@ def test_the_fake_refuses_the_memory_tool_without_its_beta_header(fake):
             model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}], tools=[SPEC]
         )
     client.close()
+
+
+# -- team agents: the tool only with ``memory = true`` ------------------------------------
+
+TEAM = {
+    "keeper": {"description": "Keeps notes", "instructions": "Keep notes.", "memory": True},
+    "reader": {"description": "Reads", "instructions": "Read.", "tools": ["read_file"]},
+}
+
+
+def test_a_team_agent_gets_the_memory_tool_only_with_memory_true(home, fake, env):
+    write_config(home, agents=TEAM)
+    fake.add(
+        tool_use("start_task", {"task": "note tea", "agents": ["keeper", "reader"]}),
+        entry_agent=True,
+    )
+    fake.add(memory_call("create", path="/memories/team.md", file_text="tea"), agent="keeper")
+    fake.add(text("Noted."), agent="keeper")
+    fake.add(tool_use("finish_task", {"result": "noted"}), agent="reader")
+    fake.add(text("Done."), agent="reader")
+    fake.add(text("The team noted it."), entry_agent=True)
+    drop(home, "Have the team note that I like tea", "m1")
+    run_once(home, env)
+    keeper = next(r for r in fake.requests if r.agent == "keeper")
+    reader = next(r for r in fake.requests if r.agent == "reader")
+    assert SPEC in keeper.body["tools"]
+    assert keeper.headers["anthropic-beta"] == "context-management-2025-06-27"
+    assert "memory" not in reader.tools
+    with db(home) as connection:
+        (write,) = connection.execute("SELECT * FROM memory_writes").fetchall()
+    assert (write["by"], write["agent"], json.loads(write["sources"])) == (
+        "agent",
+        "keeper",
+        ["m1"],
+    ), "a team agent's write comes from its turn's human message"
+    assert memory_rows(home) == {"/memories/team.md": "tea"}
+
+
+def test_the_memory_tool_is_not_named_in_a_team_agents_tools(home):
+    from smarthole.config import parse_config
+    from smarthole.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="the memory tool is given by memory = true"):
+        parse_config({"agents": {"a": {"description": "d", "tools": ["memory"]}}})
