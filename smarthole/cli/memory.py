@@ -110,6 +110,25 @@ def print_file(memory: Memory, wanted: str, *, as_json: bool) -> None:
         )
 
 
+def print_found(memory: Memory, query: str, *, limit: int, as_json: bool) -> None:
+    """``search --memory``: the files holding every word of ``query``, each with its first
+    line that holds one."""
+    words = query.lower().split()
+    if not words:
+        raise UsageError("the search query is empty")
+    found = memory.tables.search(words, limit=limit)
+    hits = []
+    for file in found:
+        line = next((t for t in split(file.text) if any(w in t.lower() for w in words)), "")
+        hits.append({"path": file.path, "updated_at": iso(file.updated_at), "line": line})
+    if as_json:
+        print_json(hits)
+    elif not hits:
+        print("Nothing found.")
+    for hit in [] if as_json else hits:
+        print(f"{one_line(hit['path'])} · updated {hit['updated_at']}\n   {one_line(hit['line'])}")
+
+
 def edit_file(memory: Memory, wanted: str, env: dict[str, str] | None = None) -> str:
     """Open ``$VISUAL`` or ``$EDITOR`` on the file (a new one if missing); store what the
     person saved, as their write."""

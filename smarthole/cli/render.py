@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -81,9 +81,11 @@ def transcript(
     outbox: list[OutboxItem],
     approvals: Sequence[Approval] = (),
     fork: Fork | None = None,
+    memory: Mapping[int, list[str]] = {},
 ) -> str:
-    """Turns with times, the user's and the agent's words, questions, tools used, errors, and
-    the tool calls that asked for approval (a waiting one marked); where a fork comes from."""
+    """Turns with times, the user's and the agent's words, questions, tools used, errors, the
+    tool calls that asked for approval (a waiting one marked), the memory each wrote; where a
+    fork comes from."""
     lines = [
         title_line(conversation.title),
         f"conversation {conversation.id} · channel {conversation.channel} · "
@@ -109,6 +111,8 @@ def transcript(
         lines += ["", f"── turn {turn.number} · {local(turn.started_at)} · {turn.status}"]
         lines += _turn_lines(by_turn.get(turn.number, []), replies.get(turn.number, []))
         lines += [_approval_line(a) for a in approvals if a.turn == turn.number]
+        if memory.get(turn.number):
+            lines.append(f"   memory: wrote {', '.join(one_line(p) for p in memory[turn.number])}")
         if turn.note:
             lines.append(f"   note: {one_line(turn.note)}")
     return "\n".join(lines)

@@ -159,6 +159,13 @@ class MemoryTables:
         )
         return [MemoryWrite.from_row(r) for r in rows]
 
+    def writes_in(self, conversation_id: str) -> list[MemoryWrite]:
+        """The writes made in a conversation's turns, oldest first."""
+        rows = self.store.query(
+            "SELECT * FROM memory_writes WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+        )
+        return [MemoryWrite.from_row(r) for r in rows]
+
     def source_counts(self) -> dict[str, int]:
         """Per file, how many writes it came from."""
         return {f.path: len(f.write_ids) for f in self.files()}

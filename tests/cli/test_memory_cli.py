@@ -117,3 +117,31 @@ def test_an_unknown_or_bad_path_is_refused(remembered, capsys, args, code, said)
 
 def test_an_empty_memory_says_so(home, capsys):
     assert smarthole(capsys, home, "memory").stdout.strip() == "The memory is empty."
+
+
+def test_search_memory_finds_the_files_holding_every_word(remembered, capsys):
+    found = smarthole(capsys, remembered, "search", "--memory", "TEA ana")
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert lines[0].startswith(f"{PROFILE} · updated ")
+    assert lines[1].strip() == "Name: Ana"
+    hits = json.loads(
+        smarthole(capsys, remembered, "search", "--memory", "bakery", "--json").stdout
+    )
+    assert [(h["path"], h["line"]) for h in hits] == [
+        ("/memories/notes/work.md", "Works at a bakery")
+    ]
+    nothing = smarthole(capsys, remembered, "search", "--memory", "coffee")
+    assert nothing.stdout.strip() == "Nothing found."
+
+
+def test_show_marks_the_turns_that_wrote_memory(remembered, fake, env, capsys):
+    fake.add(text("Hi."))
+    drop(remembered, "hello", "m2")
+    run_once(remembered, env)
+    with db(remembered) as connection:
+        (conversation,) = [r[0] for r in connection.execute("SELECT id FROM conversations")]
+    shown = smarthole(capsys, remembered, "show", conversation).stdout
+    first, second = shown.split("── turn 2")
+    assert f"   memory: wrote {PROFILE}, /memories/notes/work.md" in first
+    assert "memory:" not in second

@@ -57,9 +57,16 @@ def conversations(args: argparse.Namespace) -> int:
     help="at most N hits (20; 1,000 at most)",
 )
 @option("--json", action="store_true", help="a JSON list")
+@option("--memory", action="store_true", help="search the agent's memory files instead")
 def search(args: argparse.Namespace) -> int:
     from ..searching import hit_lines
 
+    if args.memory:
+        from ..memory import print_found
+
+        with rooted(args) as root:
+            print_found(root.memory, args.query, limit=args.limit, as_json=args.json)
+        return ExitCode.OK
     with rooted(args) as root:
         hits = _search(root, args, limit=args.limit)
     if args.json:
@@ -111,9 +118,19 @@ def show(args: argparse.Namespace) -> int:
                 root.outbox_record.items_for_conversation(conversation.id),
                 root.approvals.of_conversation(conversation.id),
                 fork=root.store.fork_of(conversation.id),
+                memory=_memory_by_turn(root, conversation.id),
             )
         )
     return ExitCode.OK
+
+
+def _memory_by_turn(root: Runtime, conversation_id: str) -> dict[int, list[str]]:
+    """The memory files each turn of the conversation wrote (``show`` marks those turns)."""
+    wrote: dict[int, list[str]] = {}
+    for write in root.memory.tables.writes_in(conversation_id):
+        if write.turn is not None and write.path not in wrote.setdefault(write.turn, []):
+            wrote[write.turn].append(write.path)
+    return wrote
 
 
 @command("resume", "pick a conversation and continue it in chat")
