@@ -52,6 +52,10 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
    and its middle turn), beside reading that conversation through the store; goal at most
    2x; and the same with random-letter words, the search index's worst case
    (benchlib/forkbench.py).
+15. memory (issue 43): a 10-turn conversation that begins with a 1,500-character profile
+   and changes it at turns 3 and 7: turn t+1's reuse of turn t's cache (min), beside the same
+   conversation with memory off, and the distinct system prompts (goal 1)
+   (benchlib/memorybench.py).
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
 from benchlib.forkbench import fork_rows
 from benchlib.latency import backlog_rows, pickup_rows
+from benchlib.memorybench import memory_rows
 from benchlib.report import Row, markdown, save_json, table
 from benchlib.schedules import schedule_rows
 from benchlib.searchbench import search_rows
@@ -101,6 +106,7 @@ PARTS = (
     "attachments",
     "schedules",
     "fork",
+    "memory",
 )
 
 
@@ -183,6 +189,7 @@ def measure(
         "attachments": lambda: attachment_rows(root, fake),
         "schedules": lambda: schedule_rows(root, sizes.schedule_seconds),
         "fork": lambda: fork_rows(root, sizes.history_messages, sizes.reload_repeats),
+        "memory": lambda: memory_rows(root, fake),
     }
     rows = runs[part]()
     if part == "backlog":
