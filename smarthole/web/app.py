@@ -28,6 +28,7 @@ from .api import Api
 from .auth import Gate, cookie_name, host_checker, reads, writes
 from .follower import POLL_SECONDS, EventFollower
 from .forks import ForkAction
+from .memory import MemoryPage
 from .pages import NotFound, Pages, environment
 from .reads import Reader
 from .settings import DEFAULT_HOST, DEFAULT_PORT
@@ -61,6 +62,7 @@ def create_app(
         events, daemon_running=lambda: holder(home.lock_file) is not None, interval=poll_seconds
     )
     pages = Pages(reader, events, environment())
+    memory = MemoryPage(root.memory, events, pages.env)
     api = Api(home, store, reader, events, follower, max_message_bytes)
     forks = ForkAction(home, store, root.conversations, events)
 
@@ -75,7 +77,7 @@ def create_app(
                 root.close()
 
     app = Starlette(
-        routes=routes(pages, api, forks),
+        routes=routes(pages, api, forks, memory),
         middleware=[
             Middleware(
                 Gate,
@@ -91,7 +93,9 @@ def create_app(
     return app
 
 
-def routes(pages: Pages, api: Api, forks: ForkAction) -> list[BaseRoute]:
+def routes(
+    pages: Pages, api: Api, forks: ForkAction, memory: MemoryPage | None = None
+) -> list[BaseRoute]:
     """Every route, with what it needs: ``reads`` (the token) or ``writes`` (the token, from
     our own origin). The Gate middleware in front of them refuses anything else anyway."""
 
@@ -117,6 +121,14 @@ def routes(pages: Pages, api: Api, forks: ForkAction) -> list[BaseRoute]:
         Route("/c/{id}", reads(_html(conversation))),
         Route("/tasks", reads(_html(lambda r: pages.tasks()))),
         Route("/schedules", reads(_html(lambda r: pages.schedules()))),
+        *(
+            [
+                Route("/memory", reads(_html(memory.page))),
+                Route("/memory/delete", writes(memory.delete), methods=["POST"]),
+            ]
+            if memory is not None
+            else []
+        ),
         # fragments that the pages' script swaps in
         Route("/fragments/conversations", reads(_json(listing))),
         Route("/fragments/tasks", reads(_json(lambda r: pages.tasks_fragment()))),
