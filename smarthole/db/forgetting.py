@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .records import CONVERSATION_KEY
+from .states import TitleState, TurnStatus
 
 if TYPE_CHECKING:
     from .connection import Database
@@ -74,7 +75,8 @@ class ForgetTables:
 
     def running_turns(self, conversation_id: str, turns: list[int] | None) -> list[int]:
         rows = self.store.query(
-            f"SELECT number FROM turn_rows WHERE conversation = {_KEY} AND status = 'running'",
+            f"SELECT number FROM turn_rows WHERE conversation = {_KEY} "
+            f"AND status = {TurnStatus.RUNNING.sql}",
             (conversation_id,),
         )
         return [r[0] for r in rows if turns is None or r[0] in turns]
@@ -201,15 +203,16 @@ class ForgetTables:
             db.execute("DELETE FROM memory_profiles WHERE conversation_id = ?", (conversation_id,))
             db.execute("DELETE FROM schedules WHERE conversation_id = ?", (conversation_id,))
             db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
-        else:
+        elif numbers:
             # Title and summary came from every turn: made again from what is left.
             db.execute(
                 "UPDATE conversations SET summary = NULL, summary_state = CASE WHEN ended_at "
-                "IS NULL THEN 'none' ELSE 'pending' END WHERE id = ?",
+                f"IS NULL THEN {TitleState.NONE.sql} ELSE {TitleState.PENDING.sql} END "
+                "WHERE id = ?",
                 (conversation_id,),
             )
             db.execute(
-                "UPDATE conversations SET title = NULL, title_state = 'pending' "
+                f"UPDATE conversations SET title = NULL, title_state = {TitleState.PENDING.sql} "
                 "WHERE id = ? AND NOT title_pinned",
                 (conversation_id,),
             )

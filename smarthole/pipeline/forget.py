@@ -79,12 +79,12 @@ class Forgetter:
             if self.store.turn(conversation_id, turn) is None:
                 raise UsageError(f"conversation {conversation_id} has no turn {turn}")
             turns = [turn]
-        running = self.tables.running_turns(conversation_id, turns)
-        if running:
-            raise UsageError(
-                f"turn {running[0]} of {conversation_id} is running; forget it once it ends"
-            )
-        with self.store.transaction() as db:
+        with self.store.transaction() as db:  # the daemon starts no turn while it is open
+            running = self.tables.running_turns(conversation_id, turns)
+            if running:
+                raise UsageError(
+                    f"turn {running[0]} of {conversation_id} is running; forget it once it ends"
+                )
             erased = self.tables.erase(db, conversation_id, turns, queued)
             memory = self.memory.forget(db, erased.message_ids)
             self.tables.merge_index(db)

@@ -15,7 +15,16 @@ import pytest
 from smarthole.agent.memorytext import PROFILE
 from smarthole.agent.prompts import SUMMARY_SYSTEM, TITLE_SYSTEM
 from smarthole.testing import memory_call, text
-from tests.helpers import db, drop, drop_folder, in_process, run_once, write_config
+from tests.helpers import (
+    db,
+    drop,
+    drop_folder,
+    finals,
+    in_process,
+    run_once,
+    wait_for,
+    write_config,
+)
 
 CANARY = b"zqxcanary"
 
@@ -172,3 +181,70 @@ def test_forget_asks_first_and_refuses_without_a_terminal(home, fake, env, capsy
     done = in_process(capsys, "forget", conversation, "--home", str(home))
     assert done.returncode == 2 and "--yes" in done.stderr
     assert conversation_ids(home) == [conversation]
+
+
+@pytest.mark.parametrize(("answer", "said"), [("y", "forgot conversation"), ("n", "nothing was")])
+def test_forget_on_a_terminal_asks_for_a_yes(home, fake, env, answer, said):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    fake.add(text("Hi."))
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    (conversation,) = conversation_ids(home)
+    terminal, other_end = pty.openpty()
+    command = [sys.executable, "-m", "smarthole", "forget", conversation, "--home", str(home)]
+    process = subprocess.Popen(
+        command, stdin=other_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    os.close(other_end)
+    os.write(terminal, f"{answer}\n".encode())
+    out, err = process.communicate(timeout=60)
+    os.close(terminal)
+    assert process.returncode == 0, err
+    assert f"Forget conversation {conversation} and everything derived from it" in out.decode()
+    assert said in out.decode()
+    assert conversation_ids(home) == ([] if answer == "y" else [conversation])
+
+
+def test_a_running_turn_is_not_forgotten_until_it_ends(home, fake, env, threads, capsys):
+    import threading
+
+    from smarthole.testing import hold
+
+    release = threading.Event()
+    fake.add(hold(release, text("Done.")))
+    daemon = threads(home, env)
+    drop(home, "take your time", "m1")
+    fake.wait_for_requests(1, timeout=30)
+    (conversation,) = conversation_ids(home)
+    refused = in_process(capsys, "forget", conversation, "--yes", "--home", str(home))
+    release.set()
+    assert refused.returncode == 2 and "turn 1 of" in refused.stderr and "running" in refused.stderr
+    wait_for(lambda: finals(home), 30, "the reply")
+    daemon.stop()
+    done = in_process(capsys, "forget", conversation, "--yes", "--home", str(home))
+    assert done.returncode == 0 and conversation_ids(home) == []
+
+
+def test_a_queued_message_is_forgotten_with_its_file(home, fake, env, capsys):
+    fake.add(text("Hi."))
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    (conversation,) = conversation_ids(home)
+    with db(home) as connection:
+        connection.execute(
+            "INSERT INTO inbox (message_id, content_hash, source_name, claimed_path, payload, "
+            "channel, conversation_id, status, sort_at, received_at, updated_at) VALUES "
+            "('m2', 'h', 'm2.md', NULL, '{\"text\": \"zqxcanary-queued\"}', 'default', ?, "
+            "'queued', '2026-11-28T00:00:00Z', '2026-11-28T00:00:00Z', '2026-11-28T00:00:00Z')",
+            (conversation,),
+        )
+    done = in_process(
+        capsys, "forget", conversation, "--message", "m2", "--yes", "--home", str(home)
+    )
+    assert done.returncode == 0, done.stderr
+    assert found_in(home) == []
+    assert conversation_ids(home) == [conversation], "the rest of the conversation stays"
