@@ -166,10 +166,6 @@ class MemoryTables:
         )
         return [MemoryWrite.from_row(r) for r in rows]
 
-    def source_counts(self) -> dict[str, int]:
-        """Per file, how many writes it came from."""
-        return {f.path: len(f.write_ids) for f in self.files()}
-
     def writes_from(self, message_ids: Iterable[str], db: sqlite3.Connection) -> list[int]:
         """The writes whose sources include one of ``message_ids``."""
         wanted = list(message_ids)

@@ -125,8 +125,9 @@ class Forgetter:
         named = referenced_blobs(self.store)
         blobs = sum(1 for sha in job.blobs if sha not in named and _remove(self.blobs.path(sha)))
         checkpointed = self.checkpoint()
-        self.tables.finish_job(job.id)
-        self.checkpoint()
+        if checkpointed:  # else the job stays, and the next forget checkpoints again
+            self.tables.finish_job(job.id)
+            self.checkpoint()
         return files, blobs, checkpointed
 
     def checkpoint(self) -> bool:
