@@ -284,10 +284,8 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     9: (*statements(APPROVAL_TABLES), add_outbox_extra),
     # Schedules: what fires when, and each slot taken.
     10: statements(SCHEDULE_TABLES),
-    # Forks and replays of conversations.
-    11: statements(FORK_TABLES),
-    # Memory: its files and writes, the profile each conversation began with; forgets.
-    12: statements(MEMORY_TABLES + FORGET_TABLES),
+    11: statements(FORK_TABLES),  # forks and replays of conversations
+    12: statements(MEMORY_TABLES + FORGET_TABLES),  # memory's files, writes, profiles; forgets
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
