@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from ..config import ModelSettings
 
 logger = logging.getLogger(__name__)
+
+BeforeSend = Callable[[str, int, int], None]
+"""``(model, max_tokens, request_bytes)``, called after a request is encoded, before it is sent."""
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -119,8 +122,12 @@ class ModelClient:
         tools: list[dict[str, Any]] | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
+        before_send: BeforeSend | None = None,
     ) -> ModelReply:
-        """One streamed Messages API call; a stream cut short is an error, not a reply."""
+        """One streamed Messages API call; a stream cut short is an error, not a reply.
+
+        ``before_send(model, max_tokens, request_bytes)`` runs once the request is encoded and
+        before it is sent (the budget's reservation); what it raises passes through."""
         import anthropic
         import httpx2
 
@@ -131,7 +138,7 @@ class ModelClient:
         }
         started = time.monotonic()
         try:
-            reply = StreamedReply.read(self._stream(messages, params, tools or None))
+            reply = StreamedReply.read(self._stream(messages, params, tools or None, before_send))
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
@@ -162,7 +169,11 @@ class ModelClient:
         )
 
     def _stream(
-        self, messages: Messages, params: dict[str, Any], tools: list[dict[str, Any]] | None
+        self,
+        messages: Messages,
+        params: dict[str, Any],
+        tools: list[dict[str, Any]] | None,
+        before_send: BeforeSend | None = None,
     ) -> Any:
         """The raw event stream of ``messages.create(messages=messages, **params,
         tools=tools, stream=True)``, events as dicts.
@@ -190,6 +201,8 @@ class ModelClient:
         if tools:
             rest += f',"tools":{self._tools_json(tools)}'
         body = blob_data().splice(f'{{"messages":{history},{rest},"stream":true}}'.encode())
+        if before_send is not None:
+            before_send(params["model"], params["max_tokens"], len(body))
         betas = sorted({BETA_TOOLS[t["type"]] for t in tools or () if t.get("type") in BETA_TOOLS})
         return self._client.post(
             "/v1/messages",

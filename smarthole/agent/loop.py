@@ -11,12 +11,14 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelError
+from .budget import CapReached
 from .client import IN_DOUBT, ModelClient, ModelReply
 from .messages import Messages, with_breakpoint
 
 if TYPE_CHECKING:
     from ..db.records import StoredMessage
     from ..tools import Tool, ToolContext, ToolResult, ToolSet
+    from .budget import CallMeter
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,9 @@ class TurnSession(Protocol):
     def check_stop(self) -> None: ...
 
     def trim_history(self) -> bool: ...
+
+    def meter(self) -> CallMeter | None:
+        """What reserves each model call's cost before it is sent (``agent.budget``)."""
 
 
 @dataclass(frozen=True)
@@ -92,14 +97,20 @@ class Agent:
             rounds = sum(1 for m in messages if m.kind == "assistant" and m.tool_uses)
             if rounds >= self.max_tool_iterations:
                 return self._capped(messages)
+            meter = session.meter()
             try:
                 reply = self.client.complete(
                     system=session.system(),
                     messages=with_breakpoint(session.history()),
                     tools=tools.specs(),
                     model=model,
+                    before_send=None if meter is None else meter.reserve,
                 )
+            except CapReached as reached:  # held by a cap the person did not raise
+                return TurnOutcome(text=reached.reply, note=reached.note)
             except ModelError as exc:
+                if meter is not None:
+                    meter.failed(exc)
                 if exc.prompt_too_long and not trimmed and session.trim_history():
                     logger.warning("prompt too long; retrying once with older history trimmed")
                     trimmed = True

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..db.usage import UsageLog
     from ..tools import Tool, TurnControl
     from .approvals import ApprovalGate
+    from .budget import CallMeter
     from .client import ModelReply
 
 API_KINDS = ("user", "assistant", "tool_result")
@@ -85,6 +86,7 @@ class TurnRecorder:
     store: Database
     tables: TurnTables
     usage: UsageLog
+    meter: CallMeter | None = None  # settles each reply's reservation (``agent.budget``)
 
     def record_assistant(self, reply: ModelReply) -> None:
         # The reply and its usage row commit together: never one without the other.
@@ -92,7 +94,11 @@ class TurnRecorder:
             details = {"stop_reason": reply.stop_reason, "usage": reply.usage}
             content = self._own_tool_ids(reply.content)
             self.tables.append(Step("assistant", content, details=details), db)
-            self.usage.record(reply.usage, model=reply.model, db=db, **self.tables.usage_place())
+            usage_id = self.usage.record(
+                reply.usage, model=reply.model, db=db, **self.tables.usage_place()
+            )
+            if self.meter is not None:
+                self.meter.settle(reply, usage_id, db)
 
     def _own_tool_ids(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``content`` with each tool-use id that an earlier call of the conversation (task)

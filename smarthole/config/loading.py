@@ -11,6 +11,7 @@ from ..formats import dumps_toml, loads_toml
 from ..home import Home
 from .fields import build_settings, closest
 from .mcp import parse_mcp
+from .prices import parse_prices
 from .schedules import check_schedule_agents, parse_schedules
 from .settings import SECTIONS, AgentSettings, Config
 from .teams import check_entry_name, parse_agents
@@ -21,7 +22,11 @@ T = TypeVar("T")
 # Each parser takes the table and the error list and returns the value of the ``Config`` field
 # of the same name; it appends one message per bad key, named as ``[table.name] key``.
 NamedTableParser = Callable[[dict[str, Any], list[str]], Any]
-NAMED_TABLES: dict[str, NamedTableParser] = {"agents": parse_agents, "mcp": parse_mcp}
+NAMED_TABLES: dict[str, NamedTableParser] = {
+    "agents": parse_agents,
+    "mcp": parse_mcp,
+    "prices": parse_prices,
+}
 
 
 def load_config(home: Home) -> Config:

@@ -43,6 +43,7 @@ class ScheduleSettings:
     agents: list[str] = setting([], "Run it as a team task with these agents.")
     missed: str = setting("once", 'After downtime: "once" (one catch-up), "skip" or "all".')
     deliver: bool = setting(True, "false: the reply is stored but not delivered by hooks.")
+    budget: float = setting(0.0, "Dollars one run may spend; 0 means no cap of its own.", minimum=0)
 
     @property
     def timing(self) -> Timing:

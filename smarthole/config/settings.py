@@ -15,6 +15,7 @@ from .desktop import DesktopSettings
 from .fields import setting
 from .mcp import McpSettings
 from .memory import MemorySettings
+from .prices import Price
 from .schedules import SchedulerSettings, ScheduleSettings
 from .teams import TeamAgentSettings, TeamSettings
 
@@ -180,6 +181,23 @@ class ApprovalSettings:
         return parse_duration(self.timeout)
 
 
+@dataclass(frozen=True)
+class BudgetSettings:
+    per_conversation: float = setting(
+        0.0, "Dollars one conversation may spend; 0 means no cap.", minimum=0
+    )
+    per_task: float = setting(0.0, "Dollars one team task may spend; 0 means no cap.", minimum=0)
+    per_day: float = setting(0.0, "Dollars the home may spend in a UTC day; 0: no cap.", minimum=0)
+    per_month: float = setting(
+        0.0, "Dollars the home may spend in a UTC month; 0 means no cap.", minimum=0
+    )
+    raise_by: float = setting(
+        0.0,
+        "An approved cap goes up by this many dollars; 0 means the cap's own amount.",
+        minimum=0,
+    )
+
+
 SECTIONS: dict[str, type] = {
     "model": ModelSettings,
     "agent": AgentSettings,
@@ -197,6 +215,7 @@ SECTIONS: dict[str, type] = {
     "attachments": AttachmentSettings,
     "scheduler": SchedulerSettings,
     "memory": MemorySettings,
+    "budget": BudgetSettings,
 }
 
 
@@ -223,4 +242,6 @@ class Config:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     schedules: tuple[ScheduleSettings, ...] = ()
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
+    prices: dict[str, Price] = field(default_factory=dict)  # [prices."<model>"], over the defaults
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -12,8 +12,9 @@ from .memorytables import FORGET_TABLES, MEMORY_TABLES
 from .records import KIND_CODES, KINDS, ROLES
 from .scheduletables import SCHEDULE_TABLES
 from .searchindex import SEARCH_TABLES, build_index
+from .spendtables import SPEND_TABLES
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # Approvals (version 9): a tool call that waits for a person's yes, bound to the exact call by
 # its args hash; its row is the call's intent while it waits (``db.approvals``).
@@ -286,6 +287,7 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     10: statements(SCHEDULE_TABLES),
     11: statements(FORK_TABLES),  # forks and replays of conversations
     12: statements(MEMORY_TABLES + FORGET_TABLES),  # memory's files, writes, profiles; forgets
+    13: statements(SPEND_TABLES),  # each model call's reservation and cost; raised caps
 }
 
 # Every message moves its conversation's ``updated_at``, so no index holds that column: each
@@ -396,5 +398,6 @@ CREATE INDEX IF NOT EXISTS events_by_conversation ON events (conversation_id, id
     + FORK_TABLES
     + MEMORY_TABLES
     + FORGET_TABLES
+    + SPEND_TABLES
     + SEARCH_TABLES
 )

@@ -162,3 +162,22 @@ class FireState(State):
 
     RECORDED = "recorded"
     SENT = "sent"
+
+
+class SpendState(State):
+    """A model call's spend row: ``open`` (reserved at its bound, no response yet: counted at
+    the bound), ``spent`` (its real cost), ``released`` (nothing was sent: counts nothing)."""
+
+    OPEN = "open"
+    SPENT = "spent"
+    RELEASED = "released"
+
+
+class CapKind(State):
+    """Which ``[budget]`` cap (or a schedule's own ``budget``) a spend is held to."""
+
+    CONVERSATION = "per_conversation"
+    TASK = "per_task"
+    SCHEDULE = "schedule"
+    DAY = "per_day"
+    MONTH = "per_month"

@@ -91,13 +91,13 @@ class UsageLog:
         task_id: str | None = None,
         agent: str | None = None,
         db: sqlite3.Connection | None = None,
-    ) -> None:
-        """Store one response's usage; commits, or joins the caller's transaction."""
+    ) -> int | None:
+        """Store one response's usage; commits, or joins the caller's transaction. Its row id."""
         if purpose not in PURPOSES:
             raise ValueError(f"unknown usage purpose {purpose!r}")
         with contextlib.ExitStack() as stack:
             connection = db or stack.enter_context(self.store.transaction())
-            connection.execute(
+            cursor = connection.execute(
                 "INSERT INTO usage (at, conversation_id, turn, task_id, agent, purpose, model, "
                 f"{', '.join(COUNTS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -111,6 +111,7 @@ class UsageLog:
                     *(_count(usage, count) for count in COUNTS),
                 ),
             )
+            return cursor.lastrowid
 
     def for_conversation(self, conversation_id: str) -> list[UsageGroup]:
         """Per human turn in turn order, then titles, then summaries."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..agent.budget import BUDGET
+from ..agent.budget import approval_text as budget_approval_text
 from ..db.approvals import Approval
 from ..db.states import ApprovalBy, ApprovalState, OutboxKind
 from ..formats import iso
@@ -112,6 +114,9 @@ def approval_item(approval: Approval) -> dict[str, Any]:
         "expires": iso(approval.expires_at),
         "question": approval.question,
     }
+    if approval.question == BUDGET:  # a cap holds a model call (``agent.budget``)
+        text, more = budget_approval_text(approval)
+        extra.update(more)
     return {
         "item_id": _item_id("approval", approval.id),
         "in_reply_to": approval.message_id,

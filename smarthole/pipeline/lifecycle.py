@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..db.approvals import Approvals
 from ..db.events import about, place
 from ..db.pending import PendingQuestion
+from ..db.spend import Spend
 from ..db.states import MessageStatus, OutboxKind, OutboxState, Outcome, TurnStatus
 from ..formats import iso
 from ..teams.control import fail_tasks
@@ -217,12 +218,14 @@ class Lifecycle:
                 )
             elif run.answering is not None:  # none pending at the start: none to clear
                 self.pending.clear(conversation.id)
+            cost = Spend(self.store).turn_cost(conversation.id, number, db=db)
             self._event(
                 "turn_completed",
                 attempt,
                 db,
                 waiting_for_reply=bool(questions),
                 note=outcome.note,
+                cost_micros=cost,  # what the turn's model responses cost; None: price unknown
             )
             if end_requested is not None:
                 self.conversations.end(conversation, "end_conversation")

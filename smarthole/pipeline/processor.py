@@ -33,7 +33,7 @@ from ..errors import (
 )
 from ..teams import HumanTurn, TeamRunner
 from .lifecycle import Attempt
-from .turn import TurnRun
+from .turn import TurnRun, schedule_of
 
 if TYPE_CHECKING:
     from ..agent.history import HistoryCache
@@ -145,7 +145,13 @@ class Processor:
             return TurnOutcome(text=said[-1].text)
         if self.teams is None:
             raise TeamRequestError("agent teams are not available here")
-        place = HumanTurn(run.conversation.id, run.conversation.channel, run.number, entry.id)
+        place = HumanTurn(
+            run.conversation.id,
+            run.conversation.channel,
+            run.number,
+            entry.id,
+            schedule=schedule_of(entry),
+        )
         text = self.teams.answer(entry.message, place)
         run.record_text(text)
         return TurnOutcome(text=text)

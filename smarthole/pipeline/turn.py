@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agent.approvals import ApprovalGate, CallPlace
+from ..agent.budget import CallMeter
 from ..agent.recorder import RecordedTurn, Step, TurnRecorder, api_messages
 from ..db.events import place
+from ..db.spend import Spend, SpendPlace
 from ..db.states import OutboxKind
 from ..errors import TurnInterrupted
 
@@ -36,6 +38,12 @@ if TYPE_CHECKING:
     from ..db.usage import UsageLog
     from ..tools import Tool, ToolResult
     from .outbox import Outbox
+
+
+def schedule_of(entry: LedgerEntry) -> str | None:
+    """The schedule a message is a run of, if it is one."""
+    metadata = entry.message.metadata
+    return str(metadata["schedule"]) if "schedule_id" in metadata else None
 
 
 def derived_id(*parts: str) -> str:
@@ -72,7 +80,6 @@ class TurnRun(RecordedTurn):
     def __post_init__(self) -> None:
         self.store = self.app.store
         self.budget_chars = self.app.config.conversation.history_budget_tokens * 4
-        self.recorder = TurnRecorder(self.store, ConversationTables(self), self.usage)
         conversation = self.conversation
         self.gate = ApprovalGate(
             self.app,
@@ -86,6 +93,24 @@ class TurnRun(RecordedTurn):
                 agent=self.app.config.agent.name,
             ),
         )
+        self._earlier = 0  # the earlier history's size in the last call's window
+        self.call_meter = CallMeter(
+            self.app,
+            Spend(self.store),
+            SpendPlace(
+                purpose="turn",
+                conversation_id=conversation.id,
+                channel=conversation.channel,
+                turn=self.number,
+                message_id=self.entry.id,
+                schedule=schedule_of(self.entry),
+            ),
+            gate=self.gate,
+            shape=lambda: (self.trimmed, self._earlier),
+        )
+        self.recorder = TurnRecorder(
+            self.store, ConversationTables(self), self.usage, self.call_meter
+        )
 
     @property
     def where(self) -> dict[str, Any]:
@@ -98,7 +123,12 @@ class TurnRun(RecordedTurn):
         return self
 
     def history(self) -> History:
-        return self._window().history
+        window = self._window()
+        self._earlier = window.earlier_chars
+        return window.history
+
+    def meter(self) -> CallMeter:
+        return self.call_meter
 
     def _window(self) -> Window:
         return self.history_cache.window(

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.approvals import ApprovalGate, CallPlace
 from ..agent.blocks import with_attachments
+from ..agent.budget import CallMeter
 from ..agent.messages import to_api_messages
 from ..agent.recorder import RecordedTurn, Step, TurnRecorder, api_messages
 from ..db.events import place
 from ..db.records import ROLES
+from ..db.spend import Spend, SpendPlace
 from ..errors import ToolError, TurnInterrupted
 from .prompts import NO_HUMAN
 
@@ -45,6 +47,7 @@ class HumanTurn:
     channel: str
     turn: int
     message_id: str
+    schedule: str | None = None  # the schedule this turn is a run of, if it is one
 
     @property
     def where(self) -> dict[str, Any]:
@@ -75,7 +78,6 @@ class AgentTurnSession(RecordedTurn):
     approve: tuple[str, ...] = ()  # the agent's own ``approve`` patterns
 
     def __post_init__(self) -> None:
-        self.recorder = TurnRecorder(self.app.store, TaskTables(self), self.usage)
         task, place = self.task, self.place
         self.gate = ApprovalGate(
             self.app,
@@ -91,6 +93,24 @@ class AgentTurnSession(RecordedTurn):
                 patterns=self.approve,
             ),
         )
+        spend = Spend(self.app.store)
+        self.call_meter = CallMeter(
+            self.app,
+            spend,
+            SpendPlace(
+                purpose="agent_turn",
+                conversation_id=place.conversation_id,
+                channel=place.channel,
+                turn=place.turn,
+                message_id=place.message_id,
+                task_id=task.id,
+                agent=task.agents[self.index % len(task.agents)],
+                schedule=place.schedule or spend.schedule_of(place.message_id),
+            ),
+            gate=self.gate,
+            shape=lambda: self.index,  # an agent turn's request only grows
+        )
+        self.recorder = TurnRecorder(self.app.store, TaskTables(self), self.usage, self.call_meter)
 
     def tool_control(self) -> NoHumanControl:
         return NoHumanControl()
@@ -111,6 +131,9 @@ class AgentTurnSession(RecordedTurn):
 
     def trim_history(self) -> bool:
         return False  # an agent turn carries no earlier history to trim
+
+    def meter(self) -> CallMeter:
+        return self.call_meter
 
 
 @dataclass(eq=False)

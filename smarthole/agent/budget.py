@@ -1,0 +1,258 @@
+"""The budget: what each model call may cost before it is sent, and what it did cost.
+
+Before a call, :meth:`CallMeter.reserve` computes a tight upper bound of its cost and stores it
+as an open reservation, in one transaction with the check of every cap the call is held to
+(``[budget]`` per conversation, task, day and month; a schedule run's own ``budget``). A call
+that would pass a cap is not sent: the person is asked, through the approvals machinery
+(``question = "budget"``), and the turn waits; approved, the cap goes up by ``raise_by`` and the
+same call goes on; denied, unanswered or answered with a message, the turn ends with a reply
+saying which cap was reached (:class:`CapReached`). The reply's transaction replaces the bound by
+the real cost (:meth:`CallMeter.settle`).
+
+The bound: a prompt token costs at most the dearest prompt rate (input, cache write or read),
+an output token the output rate, and there are at most ``max_tokens`` of those. The prompt's
+tokens are at most its bytes (every token stands for one byte or more of the text sent, whose
+JSON framing more than covers the few tokens the API adds per message), plus a margin for the
+API's own tool-use prompt; after a call answered in the same attempt, with nothing changed but
+what was appended, they are at most that call's reported prompt tokens plus the bytes added.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..config.prices import PriceTable, as_dollars, dollars, micros
+from ..db.spend import Cap, CapUse, Spend, SpendPlace, day_of, month_of
+from ..db.states import CapKind
+from ..errors import ModelError, SmartholeError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ..app import App
+    from ..config import Config
+    from .approvals import ApprovalGate
+    from .client import ModelReply
+
+logger = logging.getLogger(__name__)
+
+BUDGET = "budget"  # an approval's ``question`` (and ``tool``) when a cap holds a call
+PROMPT_MARGIN = 2048  # tokens the API may add to a prompt beyond its bytes (tool-use prompt)
+APPENDED_MARGIN = 64  # the same, for what was appended after a call answered in this attempt
+PROMPT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+CAP_NAMES = {
+    CapKind.CONVERSATION: "per-conversation",
+    CapKind.TASK: "per-task",
+    CapKind.SCHEDULE: "schedule run",
+    CapKind.DAY: "daily",
+    CapKind.MONTH: "monthly",
+}
+
+
+class CapReached(SmartholeError):
+    """A call was held by a cap and the person did not raise it: the turn ends, saying so."""
+
+    def __init__(self, reply: str, note: str) -> None:
+        super().__init__(note)
+        self.reply = reply
+        self.note = note
+
+
+def caps_for(config: Config, place: SpendPlace, now: Any) -> list[Cap]:
+    """Every cap a call at ``place`` is held to now (none when ``[budget]`` sets none)."""
+    budget = config.budget
+    caps = []
+    if budget.per_conversation and place.conversation_id:
+        amount = micros(budget.per_conversation)
+        caps.append(Cap(CapKind.CONVERSATION, place.conversation_id, amount))
+    if budget.per_task and place.task_id:
+        caps.append(Cap(CapKind.TASK, place.task_id, micros(budget.per_task)))
+    if place.schedule and place.message_id:
+        run = next((s.budget for s in config.schedules if s.name == place.schedule), 0.0)
+        if run:
+            caps.append(Cap(CapKind.SCHEDULE, place.message_id, micros(run)))
+    if budget.per_day:
+        caps.append(Cap(CapKind.DAY, day_of(now), micros(budget.per_day)))
+    if budget.per_month:
+        caps.append(Cap(CapKind.MONTH, month_of(now), micros(budget.per_month)))
+    return caps
+
+
+def unpriced_models(config: Config) -> list[str]:
+    """The configured models with no known price (each refuses the start when a cap is set)."""
+    table = PriceTable(config.prices)
+    models = [config.model.name, *(a.model for a in config.agents.values() if a.model)]
+    if config.titles.enabled:
+        models.append(config.titles.model)
+    return sorted({m for m in models if table.get(m) is None})
+
+
+def caps_set(config: Config) -> bool:
+    budget = config.budget
+    return bool(
+        budget.per_conversation
+        or budget.per_task
+        or budget.per_day
+        or budget.per_month
+        or any(s.budget for s in config.schedules)
+    )
+
+
+@dataclass(frozen=True)
+class _Open:
+    spend_id: int
+    model: str
+    request_bytes: int
+    shape: Hashable
+
+
+@dataclass(eq=False)
+class CallMeter:
+    """Reserves and settles the model calls of one attempt at one agent turn."""
+
+    app: App
+    spend: Spend
+    place: SpendPlace
+    gate: ApprovalGate | None = None  # None: a held call is not asked about (a title)
+    shape: Callable[[], Hashable] | None = None  # what besides appended messages makes a prompt
+    _open: _Open | None = field(default=None, init=False)
+    _last: tuple[Hashable, int, int] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.prices = PriceTable(self.app.config.prices)
+
+    # -- before the call -------------------------------------------------------------------
+
+    def reserve(self, model: str, max_tokens: int, request_bytes: int) -> None:
+        """Store the call's reservation, or hold it: ``ApprovalWaiting`` while the person is
+        asked, ``CapReached`` when they said no. Called with the encoded request's size."""
+        config = self.app.config
+        price = self.prices.get(model)
+        shape = self.shape() if self.shape is not None else None
+        while True:
+            caps = caps_for(config, self.place, self.app.now())
+            if price is None:
+                if caps:
+                    raise ModelError(
+                        f"no price is known for model {model!r} and a budget cap is set: "
+                        f'add a [prices."{model}"] table',
+                        retryable=False,
+                    )
+                bound = 0
+            else:
+                bound = price.bound(self.prompt_bound(request_bytes, shape), max_tokens)
+            reserved = self.spend.reserve(
+                self.place, model=model, bound=bound, request_bytes=request_bytes, caps=caps
+            )
+            if reserved.spend_id is not None:
+                self._open = _Open(reserved.spend_id, model, request_bytes, shape)
+                return
+            assert reserved.held is not None
+            self._held(reserved.held, bound)  # returns once the cap was raised
+
+    def prompt_bound(self, request_bytes: int, shape: Hashable = None) -> int:
+        """At most how many prompt tokens a request of ``request_bytes`` bytes holds."""
+        whole = request_bytes + PROMPT_MARGIN
+        last = self._last
+        if last is None or shape is None or last[0] != shape or request_bytes < last[1]:
+            return whole
+        return min(whole, last[2] + (request_bytes - last[1]) + APPENDED_MARGIN)
+
+    def _held(self, use: CapUse, bound: int) -> None:
+        """A cap holds the call: ask (or read the answer); return once it was raised."""
+        gate, cap = self.gate, use.cap
+        name = CAP_NAMES[cap.kind]
+        if gate is None:
+            raise CapReached(f"The {name} budget is reached.", f"{cap.kind.value} reached")
+        raise_by = micros(self.app.config.budget.raise_by) or cap.amount
+        call_id = f"budget:{cap.kind.value}:{cap.key}:{self.place.turn}:{use.limit}"
+        block: dict[str, Any] = {
+            "id": call_id,
+            "name": BUDGET,
+            "input": {
+                "cap": cap.kind.value,
+                "key": cap.key,
+                "limit": use.limit,
+                "spent": use.used,
+                "call": bound,
+                "raise_by": raise_by,
+            },
+        }
+        approval = gate.approvals.for_call(gate.place.scope, call_id)
+        if approval is None:
+            approval = gate.ask(block, question=BUDGET)
+        refused = gate.settled(approval)  # ApprovalWaiting while it waits
+        if refused is None:  # approved: the cap goes up, once per approval
+            amount = int(approval.input.get("raise_by", raise_by))
+            if self.spend.raise_cap(approval.id, cap, amount):
+                logger.info("the %s budget was raised by %s", name, dollars(amount, places=2))
+            return
+        spent, limit = dollars(use.used), dollars(use.limit, places=2)
+        decided = gate.approvals.get(approval.id) or approval  # expired just now, maybe
+        reply = (
+            f"I stopped here: the {name} budget of {limit} is reached ({spent} spent), "
+            f"and it was not raised ({_why(decided.status.value)})."
+        )
+        raise CapReached(reply, f"{cap.kind.value} budget of {limit} reached")
+
+    # -- after the call --------------------------------------------------------------------
+
+    def settle(self, reply: ModelReply, usage_id: int | None, db: sqlite3.Connection) -> None:
+        """The response's real cost replaces its reservation (in the reply's transaction)."""
+        opened, self._open = self._open, None
+        cost = self.prices.cost(reply.model, reply.usage) if reply.model else None
+        if cost is None and opened is not None:
+            cost = self.prices.cost(opened.model, reply.usage)
+        if opened is None:  # no reservation was made (a caller outside the loop)
+            self.spend.record(self.place, model=reply.model, cost=cost, usage_id=usage_id, db=db)
+            return
+        self.spend.settle(opened.spend_id, cost=cost, usage_id=usage_id, db=db)
+        prompt = sum(_count(reply.usage, key) for key in PROMPT_KEYS)
+        self._last = (opened.shape, opened.request_bytes, prompt)
+
+    def failed(self, error: ModelError) -> None:
+        """The call failed: an HTTP error the API answered with was not billed, and lets its
+        reservation go; a broken stream or connection may have been, and keeps it at its bound."""
+        opened, self._open = self._open, None
+        if opened is not None and error.status is not None:
+            self.spend.release(opened.spend_id)
+
+
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _why(status: str) -> str:
+    return {
+        "denied": "the person said no",
+        "expired": "no answer in time",
+        "answered": "the person answered with a message instead",
+    }.get(status, status)
+
+
+def approval_text(approval: Any) -> tuple[str, dict[str, Any]]:
+    """The body and extra front matter of a budget approval's outbox item."""
+    data = approval.input
+    name = CAP_NAMES.get(CapKind(data["cap"]), data["cap"])
+    limit, spent = dollars(data["limit"], places=2), dollars(data["spent"])
+    raise_by = dollars(data["raise_by"], places=2)
+    text = (
+        f"The {name} budget holds the next model call: {spent} of {limit} is spent or "
+        f"reserved, and the call could cost up to {dollars(data['call'])}.\n\n"
+        f"Approve to raise the cap by {raise_by} and go on; deny to end the turn here. "
+        f'Drop a file in the inbox with front matter `approve = "{approval.id}"` or '
+        f'`deny = "{approval.id}"`, or run `smarthole approve {approval.id}` or '
+        f"`smarthole deny {approval.id}`. A message of your own instead counts as a no. "
+        f"No answer by {approval.as_dict()['expires']}: the turn ends."
+    )
+    extra = {
+        "cap": data["cap"],
+        "spent": as_dollars(data["spent"]),
+        "limit": as_dollars(data["limit"]),
+        "raise_by": as_dollars(data["raise_by"]),
+    }
+    return text, extra

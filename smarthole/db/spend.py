@@ -1,0 +1,245 @@
+"""The ``spend`` and ``budget_raises`` tables: what each model call may cost, and did.
+
+Before a call is sent its row is stored ``open`` at an upper bound of its cost, in the same
+transaction that checks every cap the call is held to: so two workers (or processes) can never
+both take the last of a cap. The response replaces the bound by its real cost (``spent``), in
+the transaction that stores the reply; a call that was never answered (the daemon was killed,
+the stream broke) keeps counting at its bound. Money is integer micro-dollars. A cap a person
+raised by approving has a ``budget_raises`` row, keyed by the approval, so it is raised once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..formats import iso
+from .connection import Database
+from .states import CapKind, SpendState
+
+# What a row counts against a cap: its bound while open, its cost once spent (its bound when
+# the price was unknown), nothing once released.
+USED = (
+    f"COALESCE(SUM(CASE state WHEN {SpendState.OPEN.sql} THEN bound "
+    f"WHEN {SpendState.SPENT.sql} THEN COALESCE(cost, bound) ELSE 0 END), 0)"
+)
+CAP_COLUMN = {
+    CapKind.CONVERSATION: "conversation_id",
+    CapKind.TASK: "task_id",
+    CapKind.SCHEDULE: "message_id",  # one run of a schedule: its message, and what it started
+    CapKind.DAY: "day",
+    CapKind.MONTH: "month",
+}
+
+
+def day_of(moment: datetime) -> str:
+    return moment.astimezone(UTC).date().isoformat()
+
+
+def month_of(moment: datetime) -> str:
+    return day_of(moment)[:7]
+
+
+@dataclass(frozen=True)
+class SpendPlace:
+    """Where a model call's spend belongs, and why the model was called."""
+
+    purpose: str
+    conversation_id: str | None = None
+    channel: str | None = None
+    turn: int | None = None
+    message_id: str | None = None
+    task_id: str | None = None
+    agent: str | None = None
+    schedule: str | None = None
+
+
+@dataclass(frozen=True)
+class Cap:
+    """One cap a call is held to: which, for what (its key), and its configured amount."""
+
+    kind: CapKind
+    key: str  # the conversation's id, the task's, the schedule run's message id, a day, a month
+    amount: int  # micro-dollars, before any raise
+
+
+@dataclass(frozen=True)
+class CapUse:
+    """A cap as it stands: its amount with the raises approved, and what counts against it."""
+
+    cap: Cap
+    raised: int
+    used: int
+
+    @property
+    def limit(self) -> int:
+        return self.cap.amount + self.raised
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """The outcome of :meth:`Spend.reserve`: the stored row's id, or the cap that holds."""
+
+    spend_id: int | None
+    held: CapUse | None = None
+
+
+class Spend:
+    """Writes and sums the ``spend`` and ``budget_raises`` tables."""
+
+    def __init__(self, store: Database) -> None:
+        self.store = store
+
+    # -- a call ----------------------------------------------------------------------------
+
+    def reserve(
+        self,
+        place: SpendPlace,
+        *,
+        model: str,
+        bound: int,
+        request_bytes: int,
+        caps: list[Cap],
+    ) -> Reserved:
+        """Store an open reservation of ``bound``, unless a cap would pass: then nothing is
+        stored and the first such cap is returned. Check and store are one transaction."""
+        # Not waiting for the disk: a kill -9 keeps the row (a power cut may lose it).
+        with self.store.transaction(durable=False) as db:
+            for cap in caps:
+                use = self.use(cap, db=db)
+                if use.used + bound > use.limit:
+                    return Reserved(None, held=use)
+            spend_id = self._insert(
+                db, place, model, SpendState.OPEN, bound, request_bytes=request_bytes
+            )
+            return Reserved(spend_id)
+
+    def settle(
+        self, spend_id: int, *, cost: int | None, usage_id: int | None, db: sqlite3.Connection
+    ) -> None:
+        """The response came: its real cost replaces the bound (in the reply's transaction)."""
+        db.execute(
+            "UPDATE spend SET state = ?, cost = ?, usage_id = ? WHERE id = ?",
+            (SpendState.SPENT, cost, usage_id, spend_id),
+        )
+
+    def record(
+        self,
+        place: SpendPlace,
+        *,
+        model: str,
+        cost: int | None,
+        usage_id: int | None,
+        db: sqlite3.Connection,
+    ) -> None:
+        """A response no reservation was made for (a title with no cap): spent at once."""
+        self._insert(db, place, model, SpendState.SPENT, cost or 0, cost=cost, usage_id=usage_id)
+
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        place: SpendPlace,
+        model: str,
+        state: SpendState,
+        bound: int,
+        *,
+        cost: int | None = None,
+        usage_id: int | None = None,
+        request_bytes: int = 0,
+    ) -> int | None:
+        now = self.store.clock()
+        cursor = db.execute(
+            "INSERT INTO spend (at, day, month, conversation_id, channel, turn, message_id, "
+            "task_id, agent, schedule, purpose, model, state, bound, cost, usage_id, "
+            "request_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                iso(now),
+                day_of(now),
+                month_of(now),
+                place.conversation_id,
+                place.channel,
+                place.turn,
+                place.message_id,
+                place.task_id,
+                place.agent,
+                place.schedule,
+                place.purpose,
+                model,
+                state,
+                bound,
+                cost,
+                usage_id,
+                request_bytes,
+            ),
+        )
+        return cursor.lastrowid
+
+    def release(self, spend_id: int) -> None:
+        """Nothing was sent, or the API refused it: the reservation counts nothing."""
+        self.store.write(
+            f"UPDATE spend SET state = ? WHERE id = ? AND state = {SpendState.OPEN.sql}",
+            (SpendState.RELEASED, spend_id),
+        )
+
+    # -- caps ------------------------------------------------------------------------------
+
+    def use(self, cap: Cap, *, db: sqlite3.Connection | None = None) -> CapUse:
+        """What counts against ``cap`` now, and its raises."""
+        column = CAP_COLUMN[cap.kind]
+        with contextlib.ExitStack() as stack:
+            connection = db or stack.enter_context(self.store.transaction(durable=False))
+            used = connection.execute(
+                f"SELECT {USED} FROM spend WHERE {column} = ?", (cap.key,)
+            ).fetchone()[0]
+            raised = connection.execute(
+                "SELECT COALESCE(SUM(amount), 0) FROM budget_raises WHERE cap = ? AND key = ?",
+                (cap.kind, cap.key),
+            ).fetchone()[0]
+        return CapUse(cap, int(raised), int(used))
+
+    def raise_cap(self, approval_id: str, cap: Cap, amount: int) -> bool:
+        """Raise ``cap`` by ``amount`` for the approval that said so; False if it did already."""
+        with self.store.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO budget_raises (approval_id, cap, key, amount, at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (approval_id) DO NOTHING",
+                (approval_id, cap.kind, cap.key, amount, self.store.now()),
+            )
+            return cursor.rowcount == 1
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def turn_cost(
+        self, conversation_id: str, turn: int, *, db: sqlite3.Connection | None = None
+    ) -> int | None:
+        """What a human turn's responses cost (team agents included); None: a price unknown."""
+        sql = (
+            "SELECT COALESCE(SUM(cost), 0) AS cost, COUNT(*) - COUNT(cost) AS unknown FROM spend "
+            f"WHERE conversation_id = ? AND turn = ? AND state = {SpendState.SPENT.sql}"
+        )
+        params = (conversation_id, turn)
+        row = db.execute(sql, params).fetchone() if db else self.store.query_one(sql, params)
+        return None if row is None or row["unknown"] else int(row["cost"])
+
+    def schedule_of(self, message_id: str) -> str | None:
+        """The schedule whose run a message's calls were charged to, if any."""
+        row = self.store.query_one(
+            "SELECT schedule FROM spend WHERE message_id = ? AND schedule IS NOT NULL LIMIT 1",
+            (message_id,),
+        )
+        return None if row is None else str(row["schedule"])
+
+    def open_reservations(self) -> list[dict[str, Any]]:
+        """Calls reserved and not answered (in flight, or cut short by a crash)."""
+        rows = self.store.query(
+            "SELECT id, at, conversation_id, task_id, model, bound FROM spend "
+            f"WHERE state = {SpendState.OPEN.sql} ORDER BY id"
+        )
+        return [dict(row) for row in rows]

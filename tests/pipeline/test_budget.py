@@ -1,0 +1,123 @@
+"""Caps: a conversation's spend never passes its cap, spends most of it, and a cap reached asks.
+
+Each test scripts the fake's usage per rule, so what every request sent cost is known: the
+price of the model times the usage the fake reported. The cap is checked against the sum of
+those, over every request the fake received.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from smarthole.config.prices import DEFAULT_PRICES, micros
+from smarthole.testing import tool_use
+from tests.helpers import db, drop, finals, read_outbox, wait_for, write_config
+
+MODEL = "claude-haiku-4-5"
+PRICE = DEFAULT_PRICES[MODEL]
+USAGE = {
+    "input_tokens": 900,
+    "output_tokens": 120,
+    "cache_creation_input_tokens": 300,
+    "cache_read_input_tokens": 2000,
+}
+CALL = PRICE.cost(USAGE)  # 900 + 600 + 375 + 200 micro-dollars
+CAP = 0.05
+
+
+def approval_items(home: Path) -> list:
+    return [f for f in read_outbox(home) if f["kind"] == "approval"]
+
+
+def events_of(home: Path, type: str) -> list:
+    rows = db(home).execute("SELECT data FROM events WHERE type = ? ORDER BY id", (type,))
+    return [json.loads(row["data"]) for row in rows]
+
+
+def looping(fake, times: int = 200) -> None:
+    """Every request answered with a tool call that costs ``CALL``: the turn never ends."""
+    fake.add(replace(tool_use("list_files", {}), usage=USAGE), times=times)
+
+
+def write_capped(home: Path, *, timeout: str = "1h", **budget: float) -> Path:
+    """A config whose turns loop on tools for as long as a cap lets them."""
+    write_config(
+        home,
+        model={"name": MODEL, "max_tokens": 512},
+        conversation={"max_tool_iterations": 500},
+        budget=budget or {"per_conversation": CAP},
+        approvals={"timeout": timeout},
+    )
+    return home
+
+
+@pytest.fixture
+def capped(home):
+    return write_capped(home)
+
+
+def spent(fake) -> int:
+    """What every request the fake received cost, at the usage it reported."""
+    return CALL * len(fake.requests)
+
+
+def test_a_capped_conversation_never_passes_its_cap_and_spends_most_of_it(
+    capped, fake, env, live_daemon
+):
+    looping(fake)
+    drop(capped, "look around, forever", "m1")
+    item = wait_for(lambda: approval_items(capped), 30, "the budget question")[0]
+    assert item["question"] == "budget" and item["cap"] == "per_conversation"
+    assert spent(fake) <= micros(CAP)
+    assert spent(fake) >= 0.8 * micros(CAP)
+    (row,) = db(capped).execute("SELECT COALESCE(SUM(cost), 0) AS c FROM spend").fetchall()
+    assert row["c"] == spent(fake)  # each response's cost, stored as the fake reported it
+    assert item["limit"] == "0.05" and item["raise_by"] == "0.05"
+    assert "per-conversation budget" in item.text
+
+
+def test_deny_ends_the_turn_with_a_reply_naming_the_cap(capped, fake, env, live_daemon):
+    looping(fake)
+    drop(capped, "look around, forever", "m1")
+    item = wait_for(lambda: approval_items(capped), 30, "the budget question")[0]
+    sent = len(fake.requests)
+    drop(capped, "", "a1", deny=item["approval"])
+    (final,) = wait_for(lambda: finals(capped), 10, "the final reply")
+    assert "per-conversation budget of $0.05 is reached" in final.text
+    assert "the person said no" in final.text
+    assert len(fake.requests) == sent  # the held call was never sent
+    (completed,) = wait_for(lambda: events_of(capped, "turn_completed"), 10, "the event")
+    assert completed["cost_micros"] == spent(fake)
+
+
+def test_approve_raises_the_cap_and_the_same_call_goes_on(capped, fake, env, live_daemon):
+    looping(fake)
+    drop(capped, "look around, forever", "m1")
+    first = wait_for(lambda: approval_items(capped), 30, "the budget question")[0]
+    before = fake.requests[-1]
+    drop(capped, "", "a1", approve=first["approval"])
+    second = wait_for(lambda: approval_items(capped)[1:], 30, "the question at the raised cap")[0]
+    # The held call went on where it was: one more tool round than the last call sent.
+    after = fake.requests[fake.requests.index(before) + 1]
+    assert len(after.messages) == len(before.messages) + 2
+    assert second["limit"] == "0.1" and second["spent"] != first["spent"]
+    assert 0.8 * micros(2 * CAP) <= spent(fake) <= micros(2 * CAP)
+    with db(capped) as connection:
+        (raised,) = connection.execute("SELECT cap, amount FROM budget_raises").fetchall()
+    assert (raised["cap"], raised["amount"]) == ("per_conversation", micros(CAP))
+    drop(capped, "", "a2", deny=second["approval"])
+    (final,) = wait_for(lambda: finals(capped), 10, "the final reply")
+    assert "budget of $0.10 is reached" in final.text
+
+
+def test_no_answer_in_time_ends_the_turn(home, fake, env, threads):
+    threads(write_capped(home, timeout="1s"), env)
+    looping(fake)
+    drop(home, "look around, forever", "m1")
+    (final,) = wait_for(lambda: finals(home), 30, "the final reply after the timeout")
+    assert "no answer in time" in final.text
+    assert spent(fake) <= micros(CAP)
