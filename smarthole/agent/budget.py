@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..config.prices import PriceTable, as_dollars, dollars, micros
 from ..db.spend import Cap, CapUse, Spend, SpendPlace, day_of, month_of
 from ..db.states import CapKind
-from ..errors import ModelError, SmartholeError
+from ..errors import ConfigError, ModelError, SmartholeError
 
 if TYPE_CHECKING:
     import sqlite3
@@ -88,6 +88,20 @@ def unpriced_models(config: Config) -> list[str]:
     if config.titles.enabled:
         models.append(config.titles.model)
     return sorted({m for m in models if table.get(m) is None})
+
+
+def check_prices(config: Config) -> None:
+    """``ConfigError`` when a cap is set and a configured model has no known price."""
+    if not caps_set(config):
+        return
+    missing = unpriced_models(config)
+    if missing:
+        model = missing[0]
+        raise ConfigError(
+            f"no price is known for model {model!r} and a budget cap is set: add a table "
+            f'[prices."{model}"] with input and output (dollars per million tokens) to '
+            "config.toml"
+        )
 
 
 def caps_set(config: Config) -> bool:

@@ -21,6 +21,7 @@ from ..backoff import Backoff
 from ..db.events import about
 from ..db.states import TitleState
 from ..errors import ModelError
+from .budget import CapReached
 from .prompts import (
     SUMMARY_REQUEST,
     SUMMARY_SYSTEM,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ..db.records import Conversation
     from ..db.store import Store
     from ..db.usage import UsageLog
+    from .budget import CallMeter
     from .client import ModelClient
 
 logger = logging.getLogger(__name__)
@@ -56,8 +58,10 @@ class Titler:
         client: ModelClient | None,
         settings: TitleSettings,
         usage: UsageLog,
+        meters: Callable[[Conversation, str], CallMeter] | None = None,
     ) -> None:
         self.store = store
+        self.meters = meters  # each call's reservation under the day and month caps
         self.events = events
         self.usage = usage
         self.client = client if settings.enabled else None
@@ -172,14 +176,22 @@ class Titler:
             return None
         what = "title" if max_tokens == TITLE_MAX_TOKENS else "summary"
         key = (what, conversation.id)
+        meter = None if self.meters is None else self.meters(conversation, what)
         try:
             reply = self.client.complete(
                 system=system,
                 messages=[{"role": "user", "content": request.format(transcript=text)}],
                 model=self.settings.model,
                 max_tokens=max_tokens,
+                before_send=None if meter is None else meter.reserve,
             )
+        except CapReached as reached:  # a title is not worth asking the person about
+            delay = self._backoff.failed(key, None)
+            logger.info("no %s for conversation %s now: %s", what, conversation.id, reached)
+            raise _TryLater from reached
         except ModelError as exc:
+            if meter is not None:
+                meter.failed(exc)
             if exc.retryable:
                 delay = self._backoff.failed(key, exc.retry_after)
                 logger.warning(
@@ -196,13 +208,17 @@ class Titler:
             return None
         self._backoff.succeeded(key)
         # Its own commit: a title or summary has no stored reply to share a transaction with.
-        self.usage.record(
-            reply.usage,
-            purpose=what,
-            model=reply.model,
-            conversation_id=conversation.id,
-            turn=conversation.turns,
-        )
+        with self.store.transaction() as db:
+            usage_id = self.usage.record(
+                reply.usage,
+                purpose=what,
+                model=reply.model,
+                conversation_id=conversation.id,
+                turn=conversation.turns,
+                db=db,
+            )
+            if meter is not None:
+                meter.settle(reply, usage_id, db)
         return clean(reply.text)
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InternalError
 
 if TYPE_CHECKING:
+    from ..agent.budget import CallMeter
     from ..agent.client import ModelClient
     from ..agent.history import HistoryCache
     from ..agent.loop import Agent
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger
     from ..db.outbox import OutboxRecord
     from ..db.pending import PendingQuestions
+    from ..db.records import Conversation
     from ..db.schedules import Schedules
     from ..db.search import Search
     from ..db.store import Store
@@ -89,7 +91,10 @@ class Runtime:
         """The daemon's root (or an in-process test's) over ``app``, attached to it so the
         built-in plugins reach the same parts. The parts that process messages are made now,
         before any worker thread could race to make one: a config the model client refuses
-        (no API key) fails here, before anything starts."""
+        (no API key, a cap with a model of unknown price) fails here, before anything starts."""
+        from ..agent.budget import check_prices
+
+        check_prices(app.config)
         root = cls(app.home, app=app, env=env, stop=stop)
         app.root = root
         root.processor  # noqa: B018 -- and with it every part a turn uses
@@ -251,7 +256,17 @@ class Runtime:
 
         settings = self.config.titles
         client = self.client if settings.enabled else None
-        return Titler(self.store, self.events, client, settings, self.usage)
+        return Titler(self.store, self.events, client, settings, self.usage, self._title_meter)
+
+    def _title_meter(self, conversation: Conversation, what: str) -> CallMeter:
+        """A title's or summary's call, held to the day and month caps (never asked about)."""
+        from ..agent.budget import CallMeter
+        from ..db.spend import Spend, SpendPlace
+
+        place = SpendPlace(
+            purpose=what, conversation_id=conversation.id, channel=conversation.channel
+        )
+        return CallMeter(self.app, Spend(self.store), place)
 
     # -- what processes messages: the daemon's ---------------------------------------------
 
