@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from ..app import App
     from ..config import Config
+    from ..db.records import Conversation
     from .approvals import ApprovalGate
     from .client import ModelReply
 
@@ -233,6 +234,17 @@ class CallMeter:
         opened, self._open = self._open, None
         if opened is not None and error.status is not None:
             self.spend.release(opened.spend_id)
+
+
+def title_meters(app: App, spend: Spend) -> Callable[[Conversation, str], CallMeter]:
+    """What a title's or summary's call reserves with: held to the same caps as the turns'
+    (its conversation's, the day's, the month's), but never asked about."""
+
+    def meter(conversation: Conversation, what: str) -> CallMeter:
+        place = SpendPlace(what, conversation_id=conversation.id, channel=conversation.channel)
+        return CallMeter(app, spend, place)
+
+    return meter
 
 
 def _count(usage: Mapping[str, Any], key: str) -> int:

@@ -21,6 +21,7 @@ from ..home import Home
 from ..teams.control import running_tasks
 from .common import daemon_pid
 from .health import health_fields, stranded_claims
+from .spending import budget_report
 from .usage import usage_today
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ def status_report(root: Runtime) -> dict[str, Any]:
     report["mcp"] = mcp_servers(store, running=pid is not None)
     report["web"] = web_view(home)
     report["usage"] = usage_today(root)
+    report["budget"] = budget_report(root)
     report["next_schedule"] = next_schedule(root)
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report

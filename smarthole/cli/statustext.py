@@ -88,6 +88,10 @@ def status_text(report: dict[str, Any]) -> str:
         from .usage import usage_line
 
         lines.append(usage_line(report["usage"]))
+    if "budget" in report:
+        from .spending import budget_lines
+
+        lines += budget_lines(report["budget"])
     return "\n".join(lines)
 
 

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InternalError
 
 if TYPE_CHECKING:
-    from ..agent.budget import CallMeter
     from ..agent.client import ModelClient
     from ..agent.history import HistoryCache
     from ..agent.loop import Agent
@@ -41,9 +40,10 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger
     from ..db.outbox import OutboxRecord
     from ..db.pending import PendingQuestions
-    from ..db.records import Conversation
     from ..db.schedules import Schedules
     from ..db.search import Search
+    from ..db.spend import Spend
+    from ..db.spendreports import SpendReports
     from ..db.store import Store
     from ..db.tasks import Tasks
     from ..db.usage import UsageLog
@@ -185,6 +185,18 @@ class Runtime:
         return UsageLog(self.store)
 
     @cached_property
+    def spend(self) -> Spend:
+        from ..db.spend import Spend
+
+        return Spend(self.store)
+
+    @cached_property
+    def spend_reports(self) -> SpendReports:
+        from ..db.spendreports import SpendReports
+
+        return SpendReports(self.store)
+
+    @cached_property
     def pending(self) -> PendingQuestions:
         from ..db.pending import PendingQuestions
 
@@ -256,17 +268,10 @@ class Runtime:
 
         settings = self.config.titles
         client = self.client if settings.enabled else None
-        return Titler(self.store, self.events, client, settings, self.usage, self._title_meter)
+        from ..agent.budget import title_meters
 
-    def _title_meter(self, conversation: Conversation, what: str) -> CallMeter:
-        """A title's or summary's call, held to the day and month caps (never asked about)."""
-        from ..agent.budget import CallMeter
-        from ..db.spend import Spend, SpendPlace
-
-        place = SpendPlace(
-            purpose=what, conversation_id=conversation.id, channel=conversation.channel
-        )
-        return CallMeter(self.app, Spend(self.store), place)
+        meters = title_meters(self.app, self.spend)
+        return Titler(self.store, self.events, client, settings, self.usage, meters)
 
     # -- what processes messages: the daemon's ---------------------------------------------
 

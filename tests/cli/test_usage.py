@@ -41,10 +41,10 @@ def test_show_usage_prints_each_turn_and_the_total(home, spent, capsys):
     assert out.splitlines()[0] == f'Usage of "Untitled conversation" ({spent})'
     table = out.splitlines()[2:6]
     assert table == [
-        "turn   requests  input  output  cache write  cache read",
-        "1             2  2,500     120        2,048       2,048",
-        "2             1    150      20            0       2,048",
-        "total         3  2,650     140        2,048       4,096",
+        "turn   requests  input  output  cache write  cache read     cost",
+        "1             2  2,500     120        2,048       2,048  $0.0059",
+        "2             1    150      20            0       2,048  $0.0005",
+        "total         3  2,650     140        2,048       4,096  $0.0063",
     ]
     assert out.splitlines()[-1] == "cache hit rate: 47% of input tokens read from the cache"
 
@@ -59,7 +59,11 @@ def test_show_usage_as_json(home, spent, capsys):
         "requests": 2,
         **counts(2500, 120, 2048, 2048),
         "cache_hit_rate": round(2048 / (2500 + 2048 + 2048), 4),
+        # claude-haiku-4-5 at $1, $5, $1.25 and $0.10 per million: 4,160 + 1,705 micro-dollars
+        "cost": "0.005865",
+        "cost_micros": 5865,
     }
+    assert report["total"]["cost_micros"] == 5865 + 455
     assert report["total"]["requests"] == 3
     assert report["total"]["cache_read_input_tokens"] == 4096
     assert report["titles_and_summaries"] == []
@@ -85,6 +89,8 @@ def test_status_json_has_todays_totals_and_cache_hit_rate(home, spent, capsys):
         "requests": 3,
         **counts(2650, 140, 2048, 4096),
         "cache_hit_rate": round(4096 / (2650 + 2048 + 4096), 4),
+        "cost": "0.00632",
+        "cost_micros": 6320,
     }
 
 
@@ -101,7 +107,7 @@ def test_status_shows_one_usage_line(home, spent, capsys):
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("usage today")]
     assert line == (
         "usage today (UTC): 3 requests · 2,650 input · 140 output · 2,048 cache write · "
-        "4,096 cache read · cache hit rate 47%"
+        "4,096 cache read · cache hit rate 47% · $0.0063"
     )
 
 
