@@ -8,29 +8,15 @@ those, over every request the fake received.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from smarthole.config.prices import DEFAULT_PRICES, micros
-from smarthole.testing import tool_use
-from tests.helpers import db, drop, finals, read_outbox, wait_for, write_config
+from smarthole.config.prices import micros
+from tests.helpers import db, drop, finals, wait_for
+from tests.spending import budget_items, looping, spent, write_capped
 
-MODEL = "claude-haiku-4-5"
-PRICE = DEFAULT_PRICES[MODEL]
-USAGE = {
-    "input_tokens": 900,
-    "output_tokens": 120,
-    "cache_creation_input_tokens": 300,
-    "cache_read_input_tokens": 2000,
-}
-CALL = PRICE.cost(USAGE)  # 900 + 600 + 375 + 200 micro-dollars
 CAP = 0.05
-
-
-def approval_items(home: Path) -> list:
-    return [f for f in read_outbox(home) if f["kind"] == "approval"]
 
 
 def events_of(home: Path, type: str) -> list:
@@ -38,31 +24,9 @@ def events_of(home: Path, type: str) -> list:
     return [json.loads(row["data"]) for row in rows]
 
 
-def looping(fake, times: int = 200) -> None:
-    """Every request answered with a tool call that costs ``CALL``: the turn never ends."""
-    fake.add(replace(tool_use("list_files", {}), usage=USAGE), times=times)
-
-
-def write_capped(home: Path, *, timeout: str = "1h", **budget: float) -> Path:
-    """A config whose turns loop on tools for as long as a cap lets them."""
-    write_config(
-        home,
-        model={"name": MODEL, "max_tokens": 512},
-        conversation={"max_tool_iterations": 500},
-        budget=budget or {"per_conversation": CAP},
-        approvals={"timeout": timeout},
-    )
-    return home
-
-
 @pytest.fixture
 def capped(home):
-    return write_capped(home)
-
-
-def spent(fake) -> int:
-    """What every request the fake received cost, at the usage it reported."""
-    return CALL * len(fake.requests)
+    return write_capped(home, budget={"per_conversation": CAP})
 
 
 def test_a_capped_conversation_never_passes_its_cap_and_spends_most_of_it(
@@ -70,7 +34,7 @@ def test_a_capped_conversation_never_passes_its_cap_and_spends_most_of_it(
 ):
     looping(fake)
     drop(capped, "look around, forever", "m1")
-    item = wait_for(lambda: approval_items(capped), 30, "the budget question")[0]
+    item = wait_for(lambda: budget_items(capped), 30, "the budget question")[0]
     assert item["question"] == "budget" and item["cap"] == "per_conversation"
     assert spent(fake) <= micros(CAP)
     assert spent(fake) >= 0.8 * micros(CAP)
@@ -83,7 +47,7 @@ def test_a_capped_conversation_never_passes_its_cap_and_spends_most_of_it(
 def test_deny_ends_the_turn_with_a_reply_naming_the_cap(capped, fake, env, live_daemon):
     looping(fake)
     drop(capped, "look around, forever", "m1")
-    item = wait_for(lambda: approval_items(capped), 30, "the budget question")[0]
+    item = wait_for(lambda: budget_items(capped), 30, "the budget question")[0]
     sent = len(fake.requests)
     drop(capped, "", "a1", deny=item["approval"])
     (final,) = wait_for(lambda: finals(capped), 10, "the final reply")
@@ -97,10 +61,10 @@ def test_deny_ends_the_turn_with_a_reply_naming_the_cap(capped, fake, env, live_
 def test_approve_raises_the_cap_and_the_same_call_goes_on(capped, fake, env, live_daemon):
     looping(fake)
     drop(capped, "look around, forever", "m1")
-    first = wait_for(lambda: approval_items(capped), 30, "the budget question")[0]
+    first = wait_for(lambda: budget_items(capped), 30, "the budget question")[0]
     before = fake.requests[-1]
     drop(capped, "", "a1", approve=first["approval"])
-    second = wait_for(lambda: approval_items(capped)[1:], 30, "the question at the raised cap")[0]
+    second = wait_for(lambda: budget_items(capped)[1:], 30, "the question at the raised cap")[0]
     # The held call went on where it was: one more tool round than the last call sent.
     after = fake.requests[fake.requests.index(before) + 1]
     assert len(after.messages) == len(before.messages) + 2
@@ -115,7 +79,7 @@ def test_approve_raises_the_cap_and_the_same_call_goes_on(capped, fake, env, liv
 
 
 def test_no_answer_in_time_ends_the_turn(home, fake, env, threads):
-    threads(write_capped(home, timeout="1s"), env)
+    threads(write_capped(home, timeout="1s", budget={"per_conversation": CAP}), env)
     looping(fake)
     drop(home, "look around, forever", "m1")
     (final,) = wait_for(lambda: finals(home), 30, "the final reply after the timeout")
