@@ -20,6 +20,7 @@ what was appended, they are at most that call's reported prompt tokens plus the 
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -121,7 +122,7 @@ class _Open:
     spend_id: int
     model: str
     request_bytes: int
-    shape: Hashable
+    shape: str | None
 
 
 @dataclass(eq=False)
@@ -134,10 +135,30 @@ class CallMeter:
     gate: ApprovalGate | None = None  # None: a held call is not asked about (a title)
     shape: Callable[[], Hashable] | None = None  # what besides appended messages makes a prompt
     _open: _Open | None = field(default=None, init=False)
-    _last: tuple[Hashable, int, int] | None = field(default=None, init=False)
+    _last: tuple[str, int, int] | None = field(default=None, init=False)
+    _fixed: tuple[Any, Any, str] = field(default=(None, None, ""), init=False)
 
     def __post_init__(self) -> None:
         self.prices = PriceTable(self.app.config.prices)
+
+    def prepare(self, system: Any, tools: Any) -> None:
+        """The next call's system prompt and tools: a prompt's parts besides its messages.
+        Their checksums go into its shape (each list is read once: they never change)."""
+        kept_system, kept_tools, _ = self._fixed
+        if system is kept_system and tools is kept_tools:
+            return
+        from .client import encode_json
+
+        sums = (
+            f"{zlib.crc32(encode_json(system).encode())}:{zlib.crc32(encode_json(tools).encode())}"
+        )
+        self._fixed = (system, tools, sums)
+
+    def _shape(self) -> str | None:
+        """What, besides the messages appended since, makes the prompt of the next call."""
+        if self.shape is None:
+            return None
+        return f"{self.shape()}|{self._fixed[2]}"
 
     # -- before the call -------------------------------------------------------------------
 
@@ -146,7 +167,10 @@ class CallMeter:
         asked, ``CapReached`` when they said no. Called with the encoded request's size."""
         config = self.app.config
         price = self.prices.get(model)
-        shape = self.shape() if self.shape is not None else None
+        shape = self._shape()
+        if shape is not None and (self._last is None or self._last[0] != shape):
+            found = self.spend.last_answered(self.place, shape)  # after a restart, say
+            self._last = None if found is None else (shape, *found)
         while True:
             caps = caps_for(config, self.place, self.app.now())
             if price is None:
@@ -160,7 +184,12 @@ class CallMeter:
             else:
                 bound = price.bound(self.prompt_bound(request_bytes, shape), max_tokens)
             reserved = self.spend.reserve(
-                self.place, model=model, bound=bound, request_bytes=request_bytes, caps=caps
+                self.place,
+                model=model,
+                bound=bound,
+                request_bytes=request_bytes,
+                caps=caps,
+                shape=shape,
             )
             if reserved.spend_id is not None:
                 self._open = _Open(reserved.spend_id, model, request_bytes, shape)
@@ -168,7 +197,7 @@ class CallMeter:
             assert reserved.held is not None
             self._held(reserved.held, bound)  # returns once the cap was raised
 
-    def prompt_bound(self, request_bytes: int, shape: Hashable = None) -> int:
+    def prompt_bound(self, request_bytes: int, shape: str | None = None) -> int:
         """At most how many prompt tokens a request of ``request_bytes`` bytes holds."""
         whole = request_bytes + PROMPT_MARGIN
         last = self._last
@@ -224,9 +253,12 @@ class CallMeter:
         if opened is None:  # no reservation was made (a caller outside the loop)
             self.spend.record(self.place, model=reply.model, cost=cost, usage_id=usage_id, db=db)
             return
-        self.spend.settle(opened.spend_id, cost=cost, usage_id=usage_id, db=db)
         prompt = sum(_count(reply.usage, key) for key in PROMPT_KEYS)
-        self._last = (opened.shape, opened.request_bytes, prompt)
+        self.spend.settle(
+            opened.spend_id, cost=cost, usage_id=usage_id, prompt_tokens=prompt, db=db
+        )
+        if opened.shape is not None:
+            self._last = (opened.shape, opened.request_bytes, prompt)
 
     def failed(self, error: ModelError) -> None:
         """The call failed: an HTTP error the API answered with was not billed, and lets its

@@ -97,12 +97,14 @@ class Agent:
             rounds = sum(1 for m in messages if m.kind == "assistant" and m.tool_uses)
             if rounds >= self.max_tool_iterations:
                 return self._capped(messages)
-            meter = session.meter()
+            meter, system, specs = session.meter(), session.system(), tools.specs()
+            if meter is not None:
+                meter.prepare(system, specs)
             try:
                 reply = self.client.complete(
-                    system=session.system(),
+                    system=system,
                     messages=with_breakpoint(session.history()),
-                    tools=tools.specs(),
+                    tools=specs,
                     model=model,
                     before_send=None if meter is None else meter.reserve,
                 )

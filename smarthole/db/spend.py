@@ -107,6 +107,7 @@ class Spend:
         bound: int,
         request_bytes: int,
         caps: list[Cap],
+        shape: str | None = None,
     ) -> Reserved:
         """Store an open reservation of ``bound``, unless a cap would pass: then nothing is
         stored and the first such cap is returned. Check and store are one transaction."""
@@ -117,18 +118,43 @@ class Spend:
                 if use.used + bound > use.limit:
                     return Reserved(None, held=use)
             spend_id = self._insert(
-                db, place, model, SpendState.OPEN, bound, request_bytes=request_bytes
+                db, place, model, SpendState.OPEN, bound, request_bytes=request_bytes, shape=shape
             )
             return Reserved(spend_id)
 
     def settle(
-        self, spend_id: int, *, cost: int | None, usage_id: int | None, db: sqlite3.Connection
+        self,
+        spend_id: int,
+        *,
+        cost: int | None,
+        usage_id: int | None,
+        prompt_tokens: int,
+        db: sqlite3.Connection,
     ) -> None:
         """The response came: its real cost replaces the bound (in the reply's transaction)."""
         db.execute(
-            "UPDATE spend SET state = ?, cost = ?, usage_id = ? WHERE id = ?",
-            (SpendState.SPENT, cost, usage_id, spend_id),
+            "UPDATE spend SET state = ?, cost = ?, usage_id = ?, prompt_tokens = ? WHERE id = ?",
+            (SpendState.SPENT, cost, usage_id, prompt_tokens, spend_id),
         )
+
+    def last_answered(self, place: SpendPlace, shape: str) -> tuple[int, int] | None:
+        """The request size and reported prompt tokens of the last answered call at ``place``
+        with the same ``shape`` (what, besides appended messages, makes its prompt)."""
+        row = self.store.query_one(
+            "SELECT request_bytes, prompt_tokens FROM spend WHERE message_id IS ? "
+            "AND conversation_id IS ? AND turn IS ? AND task_id IS ? AND agent IS ? "
+            f"AND shape = ? AND state = {SpendState.SPENT.sql} AND prompt_tokens IS NOT NULL "
+            "ORDER BY id DESC LIMIT 1",
+            (
+                place.message_id,
+                place.conversation_id,
+                place.turn,
+                place.task_id,
+                place.agent,
+                shape,
+            ),
+        )
+        return None if row is None else (int(row["request_bytes"]), int(row["prompt_tokens"]))
 
     def record(
         self,
@@ -153,12 +179,13 @@ class Spend:
         cost: int | None = None,
         usage_id: int | None = None,
         request_bytes: int = 0,
+        shape: str | None = None,
     ) -> int | None:
         now = self.store.clock()
         cursor = db.execute(
             "INSERT INTO spend (at, day, month, conversation_id, channel, turn, message_id, "
             "task_id, agent, schedule, purpose, model, state, bound, cost, usage_id, "
-            "request_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "request_bytes, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 iso(now),
                 day_of(now),
@@ -177,6 +204,7 @@ class Spend:
                 cost,
                 usage_id,
                 request_bytes,
+                shape,
             ),
         )
         return cursor.lastrowid

@@ -23,7 +23,9 @@ CREATE TABLE IF NOT EXISTS spend (
     bound INTEGER NOT NULL,
     cost INTEGER,
     usage_id INTEGER,
-    request_bytes INTEGER NOT NULL DEFAULT 0
+    request_bytes INTEGER NOT NULL DEFAULT 0,
+    shape TEXT,
+    prompt_tokens INTEGER
 );
 CREATE INDEX IF NOT EXISTS spend_by_day ON spend (day);
 CREATE INDEX IF NOT EXISTS spend_by_month ON spend (month);
