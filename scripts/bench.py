@@ -56,6 +56,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
    and changes it at turns 3 and 7: turn t+1's reuse of turn t's cache (min), beside the same
    conversation with memory off, and the distinct system prompts (goal 1)
    (benchlib/memorybench.py).
+16. budget (issue 44): what reserving a model call's cost adds to the call, in process over a
+   real store with a conversation, a day and a month cap (goal at most 0.2 ms), after 1,000
+   calls that day (quick: 200) (benchlib/budget.py).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from typing import Any
 from benchlib.adapters import random_texts
 from benchlib.approvals import approval_rows
 from benchlib.attachments import attachment_rows
+from benchlib.budget import budget_rows
 from benchlib.cachebench import cache_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
@@ -107,6 +111,7 @@ PARTS = (
     "schedules",
     "fork",
     "memory",
+    "budget",
 )
 
 
@@ -129,6 +134,7 @@ class Sizes:
     store_samples: int = 400
     approvals: int = 100
     schedule_seconds: float = 120.0
+    budget_prior: int = 1_000
 
 
 FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
@@ -147,6 +153,7 @@ QUICK = Sizes(
     search_messages=20_000,
     approvals=20,
     schedule_seconds=30.0,
+    budget_prior=200,
 )
 
 
@@ -190,6 +197,7 @@ def measure(
         "schedules": lambda: schedule_rows(root, sizes.schedule_seconds),
         "fork": lambda: fork_rows(root, sizes.history_messages, sizes.reload_repeats),
         "memory": lambda: memory_rows(root, fake),
+        "budget": lambda: budget_rows(root, 2_000, sizes.budget_prior),
     }
     rows = runs[part]()
     if part == "backlog":

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config.prices import PriceTable, as_dollars, dollars, micros
-from ..db.spend import Cap, CapUse, Spend, SpendPlace, day_of, month_of
+from ..db.spend import Cap, CapUse, Spend, SpendPlace, day_of
 from ..db.states import CapKind
 from ..errors import ConfigError, ModelError, SmartholeError
 
@@ -63,24 +63,35 @@ class CapReached(SmartholeError):
         self.note = note
 
 
-def caps_for(config: Config, place: SpendPlace, now: Any) -> list[Cap]:
-    """Every cap a call at ``place`` is held to now (none when ``[budget]`` sets none)."""
+def cap_amounts(config: Config) -> dict[Any, int]:
+    """The caps of ``config`` in micro-dollars: by kind, and each schedule's by its name."""
     budget = config.budget
-    caps = []
-    if budget.per_conversation and place.conversation_id:
-        amount = micros(budget.per_conversation)
-        caps.append(Cap(CapKind.CONVERSATION, place.conversation_id, amount))
-    if budget.per_task and place.task_id:
-        caps.append(Cap(CapKind.TASK, place.task_id, micros(budget.per_task)))
-    if place.schedule and place.message_id:
-        run = next((s.budget for s in config.schedules if s.name == place.schedule), 0.0)
-        if run:
-            caps.append(Cap(CapKind.SCHEDULE, place.message_id, micros(run)))
-    if budget.per_day:
-        caps.append(Cap(CapKind.DAY, day_of(now), micros(budget.per_day)))
-    if budget.per_month:
-        caps.append(Cap(CapKind.MONTH, month_of(now), micros(budget.per_month)))
+    amounts: dict[Any, int] = {kind: micros(getattr(budget, kind.value)) for kind in CONFIGURED}
+    amounts.update({s.name: micros(s.budget) for s in config.schedules if s.budget})
+    return amounts
+
+
+def caps_for(amounts: dict[Any, int], place: SpendPlace, now: Any) -> list[Cap]:
+    """Every cap a call at ``place`` is held to now (none when no amount is set)."""
+    caps = [
+        Cap(kind, key, amounts[kind])
+        for kind, key in (
+            (CapKind.CONVERSATION, place.conversation_id),
+            (CapKind.TASK, place.task_id),
+        )
+        if key and amounts[kind]
+    ]
+    if place.schedule and place.message_id and amounts.get(place.schedule):
+        caps.append(Cap(CapKind.SCHEDULE, place.message_id, amounts[place.schedule]))
+    if amounts[CapKind.DAY] or amounts[CapKind.MONTH]:
+        day = day_of(now)
+        for kind, key in ((CapKind.DAY, day), (CapKind.MONTH, day[:7])):
+            if amounts[kind]:
+                caps.append(Cap(kind, key, amounts[kind]))
     return caps
+
+
+CONFIGURED = (CapKind.CONVERSATION, CapKind.TASK, CapKind.DAY, CapKind.MONTH)
 
 
 def unpriced_models(config: Config) -> list[str]:
@@ -137,6 +148,7 @@ class CallMeter:
     _open: _Open | None = field(default=None, init=False)
     _last: tuple[str, int, int] | None = field(default=None, init=False)
     _fixed: tuple[Any, Any, str] = field(default=(None, None, ""), init=False)
+    _amounts: tuple[Any, dict[Any, int]] = field(default=(None, {}), init=False)
 
     def __post_init__(self) -> None:
         self.prices = PriceTable(self.app.config.prices)
@@ -171,8 +183,10 @@ class CallMeter:
         if shape is not None and (self._last is None or self._last[0] != shape):
             found = self.spend.last_answered(self.place, shape)  # after a restart, say
             self._last = None if found is None else (shape, *found)
+        if self._amounts[0] is not config:  # worked out once per config (a reload: again)
+            self._amounts = (config, cap_amounts(config))
         while True:
-            caps = caps_for(config, self.place, self.app.now())
+            caps = caps_for(self._amounts[1], self.place, self.app.now())
             if price is None:
                 if caps:
                     raise ModelError(

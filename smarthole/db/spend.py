@@ -10,7 +10,6 @@ raised by approving has a ``budget_raises`` row, keyed by the approval, so it is
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,19 +19,8 @@ from ..formats import iso
 from .connection import Database
 from .states import CapKind, SpendState
 
-# What a row counts against a cap: its bound while open, its cost once spent (its bound when
-# the price was unknown), nothing once released.
-USED = (
-    f"COALESCE(SUM(CASE state WHEN {SpendState.OPEN.sql} THEN bound "
-    f"WHEN {SpendState.SPENT.sql} THEN COALESCE(cost, bound) ELSE 0 END), 0)"
-)
-CAP_COLUMN = {
-    CapKind.CONVERSATION: "conversation_id",
-    CapKind.TASK: "task_id",
-    CapKind.SCHEDULE: "message_id",  # one run of a schedule: its message, and what it started
-    CapKind.DAY: "day",
-    CapKind.MONTH: "month",
-}
+KEYS = "conversation_id, task_id, message_id, schedule, day, month"
+"""The columns of a spend row that say which caps' totals it counts in."""
 
 
 def day_of(moment: datetime) -> str:
@@ -113,14 +101,36 @@ class Spend:
         stored and the first such cap is returned. Check and store are one transaction."""
         # Not waiting for the disk: a kill -9 keeps the row (a power cut may lose it).
         with self.store.transaction(durable=False) as db:
-            for cap in caps:
-                use = self.use(cap, db=db)
+            for use in self.uses(caps, db=db):
                 if use.used + bound > use.limit:
                     return Reserved(None, held=use)
             spend_id = self._insert(
                 db, place, model, SpendState.OPEN, bound, request_bytes=request_bytes, shape=shape
             )
             return Reserved(spend_id)
+
+    def _counted(self, db: sqlite3.Connection, spend_id: int, state: SpendState) -> Any:
+        """The row of ``spend_id`` if it is in ``state``, with the caps' keys it counts in."""
+        return db.execute(
+            f"SELECT {KEYS}, bound FROM spend WHERE id = ? AND state = ?", (spend_id, state)
+        ).fetchone()
+
+    def _add(self, db: sqlite3.Connection, row: Any, amount: int) -> None:
+        """Add ``amount`` to the running total of every cap a row counts in."""
+        if not amount:
+            return
+        keys = [
+            (CapKind.CONVERSATION, row["conversation_id"]),
+            (CapKind.TASK, row["task_id"]),
+            (CapKind.SCHEDULE, row["message_id"] if row["schedule"] else None),
+            (CapKind.DAY, row["day"]),
+            (CapKind.MONTH, row["month"]),
+        ]
+        db.executemany(
+            "INSERT INTO spend_totals (cap, key, used) VALUES (?, ?, ?) "
+            "ON CONFLICT (cap, key) DO UPDATE SET used = used + excluded.used",
+            [(kind, key, amount) for kind, key in keys if key is not None],
+        )
 
     def settle(
         self,
@@ -131,11 +141,17 @@ class Spend:
         prompt_tokens: int,
         db: sqlite3.Connection,
     ) -> None:
-        """The response came: its real cost replaces the bound (in the reply's transaction)."""
+        """The response came: its real cost replaces the bound (in the reply's transaction).
+        Unknown (no price): it keeps counting at its bound."""
+        row = self._counted(db, spend_id, SpendState.OPEN)
+        if row is None:
+            return
         db.execute(
             "UPDATE spend SET state = ?, cost = ?, usage_id = ?, prompt_tokens = ? WHERE id = ?",
             (SpendState.SPENT, cost, usage_id, prompt_tokens, spend_id),
         )
+        if cost is not None:
+            self._add(db, row, cost - row["bound"])
 
     def last_answered(self, place: SpendPlace, shape: str) -> tuple[int, int] | None:
         """The request size and reported prompt tokens of the last answered call at ``place``
@@ -165,7 +181,7 @@ class Spend:
         usage_id: int | None,
         db: sqlite3.Connection,
     ) -> None:
-        """A response no reservation was made for (a title with no cap): spent at once."""
+        """A response no reservation was made for: spent at once."""
         self._insert(db, place, model, SpendState.SPENT, cost or 0, cost=cost, usage_id=usage_id)
 
     def _insert(
@@ -207,30 +223,47 @@ class Spend:
                 shape,
             ),
         )
+        keys = dict(
+            conversation_id=place.conversation_id,
+            task_id=place.task_id,
+            message_id=place.message_id,
+            schedule=place.schedule,
+            day=day_of(now),
+            month=month_of(now),
+        )
+        self._add(db, keys, bound)
         return cursor.lastrowid
 
     def release(self, spend_id: int) -> None:
         """Nothing was sent, or the API refused it: the reservation counts nothing."""
-        self.store.write(
-            f"UPDATE spend SET state = ? WHERE id = ? AND state = {SpendState.OPEN.sql}",
-            (SpendState.RELEASED, spend_id),
-        )
+        with self.store.transaction(durable=False) as db:
+            row = self._counted(db, spend_id, SpendState.OPEN)
+            if row is None:
+                return
+            db.execute("UPDATE spend SET state = ? WHERE id = ?", (SpendState.RELEASED, spend_id))
+            self._add(db, row, -row["bound"])
 
     # -- caps ------------------------------------------------------------------------------
 
     def use(self, cap: Cap, *, db: sqlite3.Connection | None = None) -> CapUse:
-        """What counts against ``cap`` now, and its raises."""
-        column = CAP_COLUMN[cap.kind]
-        with contextlib.ExitStack() as stack:
-            connection = db or stack.enter_context(self.store.transaction(durable=False))
-            used = connection.execute(
-                f"SELECT {USED} FROM spend WHERE {column} = ?", (cap.key,)
-            ).fetchone()[0]
-            raised = connection.execute(
-                "SELECT COALESCE(SUM(amount), 0) FROM budget_raises WHERE cap = ? AND key = ?",
-                (cap.kind, cap.key),
-            ).fetchone()[0]
-        return CapUse(cap, int(raised), int(used))
+        """What counts against ``cap`` now (spent, and reserved by calls not answered), and
+        what approvals raised it by: its running total."""
+        sql = "SELECT used, raised FROM spend_totals WHERE cap = ? AND key = ?"
+        params = (cap.kind, cap.key)
+        row = db.execute(sql, params).fetchone() if db else self.store.query_one(sql, params)
+        return CapUse(cap, 0, 0) if row is None else CapUse(cap, int(row[1]), int(row[0]))
+
+    def uses(self, caps: list[Cap], *, db: sqlite3.Connection) -> list[CapUse]:
+        """:meth:`use` of several caps, in their order, with one query."""
+        if not caps:
+            return []
+        pairs = ", ".join("(?, ?)" for _ in caps)
+        rows = db.execute(
+            f"SELECT cap, key, used, raised FROM spend_totals WHERE (cap, key) IN (VALUES {pairs})",
+            [value for cap in caps for value in (cap.kind, cap.key)],
+        ).fetchall()
+        found = {(row[0], row[1]): (int(row[3]), int(row[2])) for row in rows}
+        return [CapUse(cap, *found.get((cap.kind.value, cap.key), (0, 0))) for cap in caps]
 
     def raise_cap(self, approval_id: str, cap: Cap, amount: int) -> bool:
         """Raise ``cap`` by ``amount`` for the approval that said so; False if it did already."""
@@ -240,7 +273,14 @@ class Spend:
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (approval_id) DO NOTHING",
                 (approval_id, cap.kind, cap.key, amount, self.store.now()),
             )
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            db.execute(
+                "INSERT INTO spend_totals (cap, key, raised) VALUES (?, ?, ?) "
+                "ON CONFLICT (cap, key) DO UPDATE SET raised = raised + excluded.raised",
+                (cap.kind, cap.key, amount),
+            )
+            return True
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -12,9 +12,11 @@ import pytest
 
 from smarthole.cli import main
 from smarthole.config.prices import DEFAULT_PRICES, dollars
+from smarthole.db.spend import Spend, SpendPlace
+from smarthole.db.store import Store
 from smarthole.db.usage import COUNTS
 from smarthole.testing import text, tool_use
-from tests.helpers import db, drop, run_once, write_config
+from tests.helpers import drop, run_once, write_config
 
 PRICE = DEFAULT_PRICES["claude-haiku-4-5"]
 FIRST = dict(zip(COUNTS, (1200, 80, 2048, 0), strict=True))
@@ -116,14 +118,18 @@ def test_status_shows_todays_spend_and_what_the_day_cap_has_left(spent, capsys):
 
 
 def test_a_reservation_with_no_response_counts_and_is_shown(spent, capsys):
-    with db(spent) as connection:
-        connection.execute(
-            "INSERT INTO spend (at, day, month, purpose, model, state, bound) "
-            "SELECT at, day, month, 'turn', model, 'open', 1000 FROM spend LIMIT 1"
-        )
+    store = Store.open(spent / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
+    try:
+        place = SpendPlace("turn", conversation_id="c1", turn=1)
+        Spend(store).reserve(place, model="claude-haiku-4-5", bound=1000, request_bytes=1, caps=[])
+    finally:
+        store.close()
     budget = json.loads(cli(spent, capsys, "status", "--json"))["budget"]
     assert budget["today"]["spent"] == usd(TOTAL + 1000)
     assert [r["bound"] for r in budget["reserved"]] == ["0.001"]
+    assert "reserved by calls with no response yet: 1 ($0.0010, counted as spent)" in cli(
+        spent, capsys, "status"
+    )
 
 
 def test_the_price_table_lists_the_built_in_prices_and_configs(home, capsys):

@@ -94,7 +94,7 @@ def test_a_version_4_database_keeps_every_message_turn_and_conversation(tmp_path
     store = Store.open(path, clock=lambda: NOW)
     try:
         (version,) = store.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version == str(SCHEMA_VERSION) == "12"
+        assert version == str(SCHEMA_VERSION) == "13"
         # The views show the version 4 rows byte for byte: nothing was lost or changed.
         assert rows(store._db, "SELECT * FROM messages ORDER BY id") == MESSAGES
         assert rows(store._db, "SELECT * FROM turns ORDER BY conversation_id, number") == TURNS

@@ -228,7 +228,7 @@ def test_a_version_3_database_gains_the_usage_table(tmp_path):
     store = Store.open(path, clock=lambda: datetime.now(UTC))
     try:
         (version,) = store.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version == str(SCHEMA_VERSION) == "12"
+        assert version == str(SCHEMA_VERSION) == "13"
         indexes = {r["name"] for r in store.query("PRAGMA index_list(usage)")}
         assert {"usage_by_time", "usage_by_conversation"} <= indexes
         UsageLog(store).record(counts(1, 1), purpose="turn", model="m", conversation_id="c", turn=1)
