@@ -15,12 +15,14 @@ from enum import StrEnum
 from typing import Any
 
 from ..agent.prompts import UNTITLED
+from ..config.prices import as_dollars, dollars
 from ..conversations import resolve_conversation
 from ..db.approvals import Approval, Approvals
 from ..db.pending import PendingQuestions
 from ..db.records import Conversation
 from ..db.schedules import Schedules
 from ..db.search import Search, SearchHit
+from ..db.spend import Spend
 from ..db.states import OutboxKind, TurnStatus
 from ..db.store import Store
 from ..db.tasks import Task, Tasks
@@ -192,6 +194,11 @@ class SessionBar:
     step: int | None  # its agent turn, from 1
     max_turns: int | None
     usage: UsageTotals
+    cost: int | None = None  # the turn's responses, in micro-dollars; None: price unknown
+
+    @property
+    def cost_text(self) -> str:
+        return dollars(self.cost)
 
     @property
     def turn(self) -> int:
@@ -213,6 +220,7 @@ class SessionBar:
                 "output": self.usage.output_tokens,
                 "cached": self.usage.cache_read_input_tokens,
             },
+            "cost": as_dollars(self.cost),
         }
 
 
@@ -319,14 +327,15 @@ class Reader:
     def bar(self, row: ConversationRow) -> SessionBar:
         conversation = row.conversation
         usage = self.views.turn_usage(conversation.id, conversation.turns)
+        cost = Spend(self.store).turn_cost(conversation.id, conversation.turns)
         tasks = self.views.tasks_of_turn(conversation.id, conversation.turns)
         active = next((t for t in reversed(tasks) if not t.finished), None)
         if active is None:
-            return SessionBar(row, None, None, None, usage)
+            return SessionBar(row, None, None, None, usage, cost)
         done = self.tasks.turn_count(active.id)
         step = min(done + 1, active.max_turns)
         agent = active.agents[(step - 1) % len(active.agents)]
-        return SessionBar(row, agent, step, active.max_turns, usage)
+        return SessionBar(row, agent, step, active.max_turns, usage, cost)
 
     # -- tasks ------------------------------------------------------------------------------
 
