@@ -284,6 +284,19 @@ class Spend:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def of_conversation(self, conversation_id: str) -> int:
+        """Micro-dollars a conversation spent, with what its calls in flight reserved (its
+        titles and team tasks included): what its cap counts."""
+        return self.use(Cap(CapKind.CONVERSATION, conversation_id, 0)).used
+
+    def of_day(self, moment: datetime) -> int:
+        """Micro-dollars the home spent (and reserved) in the UTC day of ``moment``."""
+        return self.use(Cap(CapKind.DAY, day_of(moment), 0)).used
+
+    def of_month(self, moment: datetime) -> int:
+        """Micro-dollars the home spent (and reserved) in the UTC month of ``moment``."""
+        return self.use(Cap(CapKind.MONTH, month_of(moment), 0)).used
+
     def turn_cost(
         self, conversation_id: str, turn: int, *, db: sqlite3.Connection | None = None
     ) -> int | None:

@@ -8,11 +8,15 @@ those, over every request the fake received.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from smarthole.cli import main
 from smarthole.config.prices import micros
+from smarthole.db.spend import Spend
+from smarthole.db.store import Store
 from tests.helpers import db, drop, finals, wait_for
 from tests.spending import budget_items, looping, spent, write_capped
 
@@ -30,7 +34,7 @@ def capped(home):
 
 
 def test_a_capped_conversation_never_passes_its_cap_and_spends_most_of_it(
-    capped, fake, env, live_daemon
+    capped, fake, env, live_daemon, capsys
 ):
     looping(fake)
     drop(capped, "look around, forever", "m1")
@@ -42,6 +46,17 @@ def test_a_capped_conversation_never_passes_its_cap_and_spends_most_of_it(
     assert row["c"] == spent(fake)  # each response's cost, stored as the fake reported it
     assert item["limit"] == "0.05" and item["raise_by"] == "0.05"
     assert "per-conversation budget" in item.text
+    # The read API a /usage chat command uses, and status, agree with the fake.
+    store = Store.open(capped / ".smarthole" / "smarthole.db", clock=lambda: datetime.now(UTC))
+    try:
+        spend = Spend(store)
+        assert spend.of_conversation(item["conversation"]) == spent(fake)
+        assert spend.of_day(datetime.now(UTC)) == spend.of_month(datetime.now(UTC)) == spent(fake)
+    finally:
+        store.close()
+    assert main(["status", "--home", str(capped), "--json"]) == 0
+    (held,) = json.loads(capsys.readouterr().out)["budget"]["held"]
+    assert (held["approval"], held["cap"]) == (item["approval"], "per_conversation")
 
 
 def test_deny_ends_the_turn_with_a_reply_naming_the_cap(capped, fake, env, live_daemon):
