@@ -130,7 +130,7 @@ def caps_set(config: Config) -> bool:
 
 @dataclass(frozen=True)
 class _Open:
-    spend_id: int
+    spend_id: int | None  # None: no cap applies, so nothing was reserved
     model: str
     request_bytes: int
     shape: str | None
@@ -180,23 +180,23 @@ class CallMeter:
         config = self.app.config
         price = self.prices.get(model)
         shape = self._shape()
-        if shape is not None and (self._last is None or self._last[0] != shape):
-            found = self.spend.last_answered(self.place, shape)  # after a restart, say
-            self._last = None if found is None else (shape, *found)
         if self._amounts[0] is not config:  # worked out once per config (a reload: again)
             self._amounts = (config, cap_amounts(config))
         while True:
             caps = caps_for(self._amounts[1], self.place, self.app.now())
+            if not caps:  # nothing to hold the call to: its cost is stored with its reply
+                self._open = _Open(None, model, request_bytes, shape)
+                return
             if price is None:
-                if caps:
-                    raise ModelError(
-                        f"no price is known for model {model!r} and a budget cap is set: "
-                        f'add a [prices."{model}"] table',
-                        retryable=False,
-                    )
-                bound = 0
-            else:
-                bound = price.bound(self.prompt_bound(request_bytes, shape), max_tokens)
+                raise ModelError(
+                    f"no price is known for model {model!r} and a budget cap is set: "
+                    f'add a [prices."{model}"] table',
+                    retryable=False,
+                )
+            if shape is not None and (self._last is None or self._last[0] != shape):
+                found = self.spend.last_answered(self.place, shape)  # after a restart, say
+                self._last = None if found is None else (shape, *found)
+            bound = price.bound(self.prompt_bound(request_bytes, shape), max_tokens)
             reserved = self.spend.reserve(
                 self.place,
                 model=model,
@@ -264,21 +264,30 @@ class CallMeter:
         cost = self.prices.cost(reply.model, reply.usage) if reply.model else None
         if cost is None and opened is not None:
             cost = self.prices.cost(opened.model, reply.usage)
-        if opened is None:  # no reservation was made (a caller outside the loop)
-            self.spend.record(self.place, model=reply.model, cost=cost, usage_id=usage_id, db=db)
-            return
         prompt = sum(_count(reply.usage, key) for key in PROMPT_KEYS)
-        self.spend.settle(
-            opened.spend_id, cost=cost, usage_id=usage_id, prompt_tokens=prompt, db=db
-        )
-        if opened.shape is not None:
+        if opened is None or opened.spend_id is None:  # no reservation was made
+            self.spend.record(
+                self.place,
+                model=reply.model,
+                cost=cost,
+                usage_id=usage_id,
+                db=db,
+                request_bytes=0 if opened is None else opened.request_bytes,
+                shape=None if opened is None else opened.shape,
+                prompt_tokens=prompt,
+            )
+        else:
+            self.spend.settle(
+                opened.spend_id, cost=cost, usage_id=usage_id, prompt_tokens=prompt, db=db
+            )
+        if opened is not None and opened.shape is not None:
             self._last = (opened.shape, opened.request_bytes, prompt)
 
     def failed(self, error: ModelError) -> None:
         """The call failed: an HTTP error the API answered with was not billed, and lets its
         reservation go; a broken stream or connection may have been, and keeps it at its bound."""
         opened, self._open = self._open, None
-        if opened is not None and error.status is not None:
+        if opened is not None and opened.spend_id is not None and error.status is not None:
             self.spend.release(opened.spend_id)
 
 

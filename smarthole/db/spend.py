@@ -180,9 +180,23 @@ class Spend:
         cost: int | None,
         usage_id: int | None,
         db: sqlite3.Connection,
+        request_bytes: int = 0,
+        shape: str | None = None,
+        prompt_tokens: int | None = None,
     ) -> None:
-        """A response no reservation was made for: spent at once."""
-        self._insert(db, place, model, SpendState.SPENT, cost or 0, cost=cost, usage_id=usage_id)
+        """A response no reservation was made for (no cap applied): spent at once."""
+        self._insert(
+            db,
+            place,
+            model,
+            SpendState.SPENT,
+            cost or 0,
+            cost=cost,
+            usage_id=usage_id,
+            request_bytes=request_bytes,
+            shape=shape,
+            prompt_tokens=prompt_tokens,
+        )
 
     def _insert(
         self,
@@ -196,12 +210,14 @@ class Spend:
         usage_id: int | None = None,
         request_bytes: int = 0,
         shape: str | None = None,
+        prompt_tokens: int | None = None,
     ) -> int | None:
         now = self.store.clock()
         cursor = db.execute(
             "INSERT INTO spend (at, day, month, conversation_id, channel, turn, message_id, "
             "task_id, agent, schedule, purpose, model, state, bound, cost, usage_id, "
-            "request_bytes, shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "request_bytes, shape, prompt_tokens) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 iso(now),
                 day_of(now),
@@ -221,6 +237,7 @@ class Spend:
                 usage_id,
                 request_bytes,
                 shape,
+                prompt_tokens,
             ),
         )
         keys = dict(

@@ -78,7 +78,7 @@ def test_approve_raises_the_cap_and_the_same_call_goes_on(capped, fake, env, liv
     drop(capped, "look around, forever", "m1")
     first = wait_for(lambda: budget_items(capped), 30, "the budget question")[0]
     before = fake.requests[-1]
-    drop(capped, "", "a1", approve=first["approval"])
+    assert main(["approve", "--home", str(capped), first["approval"]]) == 0  # as from a terminal
     second = wait_for(lambda: budget_items(capped)[1:], 30, "the question at the raised cap")[0]
     # The held call went on where it was: one more tool round than the last call sent.
     after = fake.requests[fake.requests.index(before) + 1]
