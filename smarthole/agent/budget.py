@@ -23,7 +23,8 @@ import logging
 import zlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config.prices import PriceTable, as_dollars, dollars, micros
 from ..db.spend import Cap, CapUse, Spend, SpendPlace, day_of
@@ -33,7 +34,6 @@ from ..errors import ConfigError, ModelError, SmartholeError
 if TYPE_CHECKING:
     import sqlite3
 
-    from ..app import App
     from ..config import Config
     from ..db.records import Conversation
     from .approvals import ApprovalGate
@@ -128,6 +128,28 @@ def caps_set(config: Config) -> bool:
     )
 
 
+class Budgeted(Protocol):
+    """What a meter reads at each call: the config in force (a reload swaps it) and the time.
+    The daemon's ``App`` is one; a command's root gives a :class:`ConfigClock`."""
+
+    @property
+    def config(self) -> Config: ...
+
+    def now(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class ConfigClock:
+    """:class:`Budgeted` from two callables."""
+
+    config_of: Callable[[], Config]
+    now: Callable[[], datetime]
+
+    @property
+    def config(self) -> Config:
+        return self.config_of()
+
+
 @dataclass(frozen=True)
 class _Open:
     spend_id: int | None  # None: no cap applies, so nothing was reserved
@@ -140,7 +162,7 @@ class _Open:
 class CallMeter:
     """Reserves and settles the model calls of one attempt at one agent turn."""
 
-    app: App
+    app: Budgeted
     spend: Spend
     place: SpendPlace
     gate: ApprovalGate | None = None  # None: a held call is not asked about (a title)
@@ -291,7 +313,7 @@ class CallMeter:
             self.spend.release(opened.spend_id)
 
 
-def title_meters(app: App, spend: Spend) -> Callable[[Conversation, str], CallMeter]:
+def title_meters(app: Budgeted, spend: Spend) -> Callable[[Conversation, str], CallMeter]:
     """What a title's or summary's call reserves with: held to the same caps as the turns'
     (its conversation's, the day's, the month's), but never asked about."""
 

@@ -106,11 +106,16 @@ def budget_report(root: Runtime) -> dict[str, Any]:
     the calls a cap holds for the person, and reservations with no response yet."""
     from ..agent.budget import BUDGET, CAP_NAMES
     from ..config.prices import as_dollars, micros
+    from ..config.settings import BudgetSettings
     from ..db.spend import Cap, day_of, month_of
     from ..db.states import CapKind
+    from ..errors import ConfigError
 
     now = root.store.clock()
-    budget = root.config.budget
+    try:
+        budget = root.config.budget
+    except ConfigError:  # status must still work; its config_error says why
+        budget = BudgetSettings()
     spend = root.spend
     periods = {
         "today": (CapKind.DAY, day_of(now), budget.per_day),

@@ -268,9 +268,9 @@ class Runtime:
 
         settings = self.config.titles
         client = self.client if settings.enabled else None
-        from ..agent.budget import title_meters
+        from ..agent.budget import ConfigClock, title_meters
 
-        meters = title_meters(self.app, self.spend)
+        meters = title_meters(ConfigClock(lambda: self.config, self.store.clock), self.spend)
         return Titler(self.store, self.events, client, settings, self.usage, meters)
 
     # -- what processes messages: the daemon's ---------------------------------------------
