@@ -1,19 +1,12 @@
 """The composition root: every part that reads or changes a home's state, built once.
 
-One :class:`Runtime` per process (the daemon's, or a CLI command's) owns the store, the event
-log, the ledger, the tasks, the usage log, the pending questions, the conversations, the
-outbox record, the history cache and the titler, and hands them to whoever needs them: the
-processor, the lifecycle, the teams runner, upkeep, the desktop bridge, the web view and the
-CLI's handlers. Nothing else constructs these parts; the objects below this layer receive them
-and never import this module.
-
-Each part is built on first use (``functools.cached_property``): a command that lists
-conversations opens the store and nothing more, and one that never calls the model never needs
-an API key. The daemon builds from its :class:`~smarthole.app.App` (:meth:`Runtime.build`,
-which also makes the parts that process messages, so a missing key fails at start); a command
-builds from the home it names (:meth:`Runtime.for_home`, through ``cli.common.rooted``), with
-no plugins loaded: the daemon's event hook follows the events table, so the events a command
-writes reach the plugins all the same.
+One :class:`Runtime` per process (the daemon's, or a CLI command's) builds the store and each
+part over it on first use (``functools.cached_property``), and hands them to whoever needs
+them; nothing else constructs them, and the objects below this layer never import this
+module. The daemon builds from its :class:`~smarthole.app.App` (:meth:`Runtime.build`, which
+makes the parts that process messages at once, so a missing key fails at start); a command
+from the home it names (:meth:`Runtime.for_home`), with no plugins: the daemon's event hook
+follows the events table, so a command's events reach the plugins all the same.
 """
 
 from __future__ import annotations
@@ -358,16 +351,8 @@ class Runtime:
     def lifecycle(self) -> Lifecycle:
         from ..pipeline.lifecycle import Lifecycle
 
-        return Lifecycle(
-            self.app,
-            self.ledger,
-            self.outbox,
-            self.events,
-            self.inbox,
-            self.conversations,
-            self.pending,
-            self.tasks,
-        )
+        parts = (self.ledger, self.outbox, self.events, self.inbox, self.conversations)
+        return Lifecycle(self.app, *parts, self.pending, self.tasks)
 
     @cached_property
     def processor(self) -> Processor:

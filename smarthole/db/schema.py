@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from sqlite3 import Connection
 
+from .approvaltables import APPROVAL_TABLES
 from .forktables import FORK_TABLES
 from .memorytables import FORGET_TABLES, MEMORY_TABLES
 from .records import KIND_CODES, KINDS, ROLES
@@ -15,39 +16,6 @@ from .searchindex import SEARCH_TABLES, build_index
 from .spendtables import SPEND_TABLES
 
 SCHEMA_VERSION = 13
-
-# Approvals (version 9): a tool call that waits for a person's yes, bound to the exact call by
-# its args hash; its row is the call's intent while it waits (``db.approvals``).
-APPROVAL_TABLES = """
-CREATE TABLE IF NOT EXISTS approvals (
-    id TEXT PRIMARY KEY,
-    scope TEXT NOT NULL,
-    tool_use_id TEXT NOT NULL,
-    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-    channel TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    message_id TEXT NOT NULL,
-    task_id TEXT,
-    agent TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    input TEXT NOT NULL,
-    args_hash TEXT NOT NULL,
-    question TEXT,
-    status TEXT NOT NULL,
-    always INTEGER NOT NULL DEFAULT 0,
-    note TEXT,
-    decided_by TEXT,
-    answer_id TEXT,
-    created_at TEXT NOT NULL,
-    expires_at TEXT NOT NULL,
-    decided_at TEXT,
-    UNIQUE (scope, tool_use_id)
-);
-CREATE INDEX IF NOT EXISTS approvals_waiting ON approvals (status) WHERE status = 'waiting';
-CREATE INDEX IF NOT EXISTS approvals_of_conversation ON approvals (conversation_id, tool);
-CREATE INDEX IF NOT EXISTS approvals_by_answer ON approvals (answer_id)
-    WHERE answer_id IS NOT NULL;
-"""
 
 # Agent teams (version 3). A task belongs to the human turn that started it; its agent turns and
 # their tool loops live here, never among the human conversation's messages.

@@ -377,15 +377,9 @@ def _tool_calls(steps: list[TaskStep], index: int) -> list[ToolCall]:
         for block in step.content:
             if block.get("type") == "tool_use":
                 result = results.get(str(block.get("id")))
-                calls.append(
-                    ToolCall(
-                        str(block.get("id")),
-                        str(block.get("name")),
-                        block.get("input"),
-                        result[0] if result else None,
-                        result[1] if result else False,
-                    )
-                )
+                text, failed = result or (None, False)
+                name = str(block.get("name"))
+                calls.append(ToolCall(str(block.get("id")), name, block.get("input"), text, failed))
     return calls
 
 
