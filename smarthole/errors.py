@@ -143,6 +143,16 @@ class TurnInterrupted(Exception):
     """
 
 
+class TurnHalted(Exception):
+    """A turn was asked to stop for good (``/stop``, or a newer message in a channel whose
+    busy policy is ``interrupt``): it stopped at a safe point, and is answered with what it
+    did so far. Not a ``SmartholeError``, and not a ``TurnInterrupted``: it does not resume."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class ApprovalWaiting(TurnInterrupted):
     """A tool call waits for a person's approval: the turn pauses, and frees its worker.
 

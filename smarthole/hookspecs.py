@@ -92,7 +92,15 @@ FAIL_CLOSED_HOOKS = frozenset({"before_tool_call"})
 """Isolated hooks whose failure answers ``Deny`` rather than nothing: a plugin that guards a
 call must not let it through by raising."""
 
-STRICT_HOOKS = frozenset({"register_tools", "register_settings", "register_commands", "startup"})
+STRICT_HOOKS = frozenset(
+    {
+        "register_tools",
+        "register_settings",
+        "register_commands",
+        "register_message_commands",
+        "startup",
+    }
+)
 """Hooks whose failure stops startup with a ``PluginError`` naming the plugin.
 
 Every other hook is isolated: an implementation that raises is logged with its plugin's name
@@ -154,6 +162,24 @@ def register_commands(register: Callable[..., argparse.ArgumentParser]) -> None:
 
     :param register: ``register(name, handler, help, aliases=())``; returns the new command's
         parser.
+    """
+
+
+@hookspec
+def register_message_commands(register: Callable[..., Any], app: PluginApp) -> None:
+    """Add commands a message may carry: a message whose text starts with ``/name``.
+
+    Such a message is answered by the handler, without a model call; its reply is an outbox
+    item of kind ``command``. ``handler(context)`` gets a ``CommandContext`` (``args``: the
+    text after the name; ``channel``; ``entry``: the ledger entry; ``current()``: the channel's
+    current conversation; ``parts``: the store, ledger, conversations...) and returns a
+    ``CommandReply(text, ok=True)`` or a string. It runs inside the transaction that records
+    the command as taken, exactly once; if it raises, what it changed is undone and the reply
+    says it failed. A name already taken stops startup with the plugin's name.
+
+    :param register: ``register(name, handler, help, usage="", immediate=False)``;
+        ``immediate=True`` runs the command at once even while a turn of its channel runs.
+    :param app: the running application.
     """
 
 

@@ -41,6 +41,7 @@ NO_AUTOLOAD_ENV = "SMARTHOLE_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "SMARTHOLE_TRACE_PLUGINS"
 
 BUILTIN_PLUGINS: dict[str, str] = {
+    "commands": "smarthole.builtins.commands",
     "conversation": "smarthole.builtins.conversation",
     "desktop": "smarthole.builtins.desktop.plugin",
     "teams": "smarthole.builtins.teams",

@@ -229,6 +229,38 @@ def test_hook_register_tools(home, fake, env):
     assert fake.requests[1].tool_results[0]["content"] == "HELLO"
 
 
+def test_hook_register_message_commands(home, fake, env):
+    """The docs' example answers /roll without the model; a command that raises answers
+    with an error reply and changes nothing it changed."""
+    example = DOCS.split("### register_message_commands")[1].split("```python\n")[1]
+    namespace: dict = {}
+    exec(example.split("```")[0], namespace)
+
+    class Breaks:
+        @hookimpl
+        def register_message_commands(self, register, app):
+            assert app.home.root == home
+
+            def broken(context):
+                context.parts.conversations.start(context.channel, context.message_id)
+                raise RuntimeError("it broke")
+
+            register("broken", broken, "always fails")
+
+    class Dice:
+        register_message_commands = staticmethod(namespace["register_message_commands"])
+
+    drop(home, "/roll 20", "r1")
+    drop(home, "/broken", "b1", timestamp="2030-01-01T00:00:01Z")
+    run_with(home, env, Dice(), Breaks())
+    replies = {f["in_reply_to"]: f for f in read_outbox(home)}
+    assert replies["r1"]["kind"] == "command" and replies["r1"].text.startswith("You rolled a 20")
+    assert replies["b1"]["ok"] is False and "it broke" in replies["b1"].text
+    assert fake.requests == []
+    with sqlite3.connect(home / ".smarthole" / "smarthole.db") as connection:
+        assert connection.execute("SELECT COUNT(*) FROM conversations").fetchone() == (0,)
+
+
 @dataclass(frozen=True)
 class GreeterSettings:
     greeting: str = "hello"

@@ -52,6 +52,10 @@ class TurnSession(Protocol):
 
     def check_stop(self) -> None: ...
 
+    def steer(self) -> None:
+        """At a tool-call boundary, before the next model call: the person's messages that
+        came meanwhile join the turn (a ``steer`` channel); a team agent's session: nothing."""
+
     def trim_history(self) -> bool: ...
 
     def meter(self) -> CallMeter | None:
@@ -100,6 +104,8 @@ class Agent:
             meter, system, specs = session.meter(), session.system(), tools.specs()
             if meter is not None:
                 meter.prepare(system, specs)
+            if last.kind == "tool_result":
+                session.steer()
             try:
                 reply = self.client.complete(
                     system=system,

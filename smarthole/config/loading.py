@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 from ..formats import dumps_toml, loads_toml
 from ..home import Home
+from .channels import parse_channels
 from .fields import build_settings, closest
 from .mcp import parse_mcp
 from .prices import parse_prices
@@ -26,6 +27,7 @@ NAMED_TABLES: dict[str, NamedTableParser] = {
     "agents": parse_agents,
     "mcp": parse_mcp,
     "prices": parse_prices,
+    "channels": parse_channels,
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..formats import parse_duration
 from .attachments import AttachmentSettings
+from .channels import ChannelsSettings
 from .desktop import DesktopSettings
 from .fields import setting
 from .mcp import McpSettings
@@ -244,4 +245,5 @@ class Config:
     schedules: tuple[ScheduleSettings, ...] = ()
     budget: BudgetSettings = field(default_factory=BudgetSettings)
     prices: dict[str, Price] = field(default_factory=dict)  # [prices."<model>"], over the defaults
+    channels: ChannelsSettings = field(default_factory=ChannelsSettings)
     plugin_tables: dict[str, dict[str, Any]] = field(default_factory=dict)

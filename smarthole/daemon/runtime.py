@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError
+from .storeparts import StoreParts
 
 if TYPE_CHECKING:
     from ..agent.client import ModelClient
@@ -28,21 +29,15 @@ if TYPE_CHECKING:
     from ..attachments import BlobStore
     from ..config import Config
     from ..conversations import Conversations
-    from ..db.approvals import Approvals
     from ..db.events import EventLog
-    from ..db.ledger import Ledger
     from ..db.outbox import OutboxRecord
-    from ..db.pending import PendingQuestions
-    from ..db.schedules import Schedules
-    from ..db.search import Search
-    from ..db.spend import Spend
-    from ..db.spendreports import SpendReports
     from ..db.store import Store
-    from ..db.tasks import Tasks
-    from ..db.usage import UsageLog
     from ..home import Home
     from ..hookspecs import PluginApp
     from ..pipeline.answers import Answers
+    from ..pipeline.busy import Arrivals
+    from ..pipeline.commands import CommandRegistry
+    from ..pipeline.commands.runner import CommandRunner
     from ..pipeline.forget import Forgetter
     from ..pipeline.inbox import Inbox
     from ..pipeline.lifecycle import Lifecycle
@@ -53,7 +48,7 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
 
 
-class Runtime:
+class Runtime(StoreParts):
     """The parts of one home, built on first use and handed down (the composition root)."""
 
     def __init__(
@@ -160,49 +155,6 @@ class Runtime:
         self.event_hook.wake(event)
 
     @cached_property
-    def ledger(self) -> Ledger:
-        from ..db.ledger import Ledger
-
-        return Ledger(self.store)
-
-    @cached_property
-    def tasks(self) -> Tasks:
-        from ..db.tasks import Tasks
-
-        return Tasks(self.store)
-
-    @cached_property
-    def usage(self) -> UsageLog:
-        from ..db.usage import UsageLog
-
-        return UsageLog(self.store)
-
-    @cached_property
-    def spend(self) -> Spend:
-        from ..db.spend import Spend
-
-        return Spend(self.store)
-
-    @cached_property
-    def spend_reports(self) -> SpendReports:
-        from ..db.spendreports import SpendReports
-
-        return SpendReports(self.store)
-
-    @cached_property
-    def pending(self) -> PendingQuestions:
-        from ..db.pending import PendingQuestions
-
-        return PendingQuestions(self.store)
-
-    @cached_property
-    def search(self) -> Search:
-        """What was said, found through the full-text index."""
-        from ..db.search import Search
-
-        return Search(self.store)
-
-    @cached_property
     def outbox_record(self) -> OutboxRecord:
         """What the outbox holds, for readers (the daemon's :attr:`outbox` also writes it)."""
         if self._app is not None:
@@ -210,12 +162,6 @@ class Runtime:
         from ..db.outbox import OutboxRecord
 
         return OutboxRecord(self.home, self.store)
-
-    @cached_property
-    def schedules(self) -> Schedules:
-        from ..db.schedules import Schedules
-
-        return Schedules(self.store)
 
     @cached_property
     def conversations(self) -> Conversations:
@@ -300,17 +246,37 @@ class Runtime:
         return inbox
 
     @cached_property
-    def approvals(self) -> Approvals:
-        """The tool calls that wait for (or got) a person's approval."""
-        from ..db.approvals import Approvals
-
-        return Approvals(self.store)
-
-    @cached_property
     def answers(self) -> Answers:
         from ..pipeline.answers import Answers
 
-        return Answers(self.home, self.store, self.ledger, self.events, self.outbox, self.approvals)
+        commands = self.message_commands
+        answers = Answers(
+            self.home, self.store, self.ledger, self.events, self.outbox, self.approvals
+        )
+        answers.is_command = commands.is_command
+        return answers
+
+    @cached_property
+    def message_commands(self) -> CommandRegistry:
+        """The commands a message may carry (``register_message_commands``)."""
+        from ..pipeline.commands import collect_commands
+
+        return collect_commands(self.app)
+
+    @cached_property
+    def command_runner(self) -> CommandRunner:
+        from ..pipeline.commands.runner import CommandRunner
+
+        parts = (self.message_commands, self.ledger, self.outbox, self.events, self.inbox)
+        return CommandRunner(self.app, *parts, parts=self)
+
+    @cached_property
+    def arrivals(self) -> Arrivals:
+        """The running turns, and the busy policy of the messages that come meanwhile."""
+        from ..pipeline.busy import Arrivals
+
+        commands = self.message_commands
+        return Arrivals(self.app, self.ledger, self.events, is_command=commands.is_command)
 
     @cached_property
     def memory(self) -> Memory:
@@ -352,7 +318,7 @@ class Runtime:
         from ..pipeline.lifecycle import Lifecycle
 
         parts = (self.ledger, self.outbox, self.events, self.inbox, self.conversations)
-        return Lifecycle(self.app, *parts, self.pending, self.tasks)
+        return Lifecycle(self.app, *parts, self.pending, self.tasks, arrivals=self.arrivals)
 
     @cached_property
     def processor(self) -> Processor:
@@ -378,6 +344,8 @@ class Runtime:
             replays=Replays(self.store),
             memory=self.memory,
             forgets=ForgetTables(self.store).generation,
+            commands=self.command_runner,
+            arrivals=self.arrivals,
         )
 
     @cached_property

@@ -51,6 +51,9 @@ EVENT_TYPES = (
     "schedule_missed",
     "memory_written",
     "memory_deleted",
+    "command_run",
+    "message_collected",
+    "message_steered",
 )
 
 

@@ -234,6 +234,77 @@ class Ledger:
             with self.store.transaction() as connection:
                 connection.execute(sql, params)
 
+    def followers(self, channel: str, *, after: str, limit: int) -> list[LedgerEntry]:
+        """The queued messages of ``channel`` behind message ``after``, in order."""
+        rows = self.store.query(
+            f"SELECT * FROM inbox WHERE channel = ? AND status = {MessageStatus.QUEUED.sql} "
+            "AND message_id != ? ORDER BY sort_at, rowid LIMIT ?",
+            (channel, after, limit),
+        )
+        return [LedgerEntry.from_row(r) for r in rows]
+
+    def join(
+        self, message_id: str, conversation_id: str, turn: int, *, db: sqlite3.Connection
+    ) -> bool:
+        """A queued message is answered by this turn (``collect``, ``steer``); False if it was
+        no longer queued."""
+        cursor = db.execute(
+            f"UPDATE inbox SET status = {MessageStatus.JOINED.sql}, conversation_id = ?, turn = ?, "
+            f"updated_at = ? WHERE message_id = ? AND status = {MessageStatus.QUEUED.sql}",
+            (conversation_id, turn, self.store.now(), message_id),
+        )
+        return cursor.rowcount == 1
+
+    def joined(self, conversation_id: str, turn: int) -> list[LedgerEntry]:
+        """The messages a turn answers besides its own, in the order they joined it."""
+        rows = self.store.query(
+            "SELECT * FROM inbox WHERE conversation_id = ? AND turn = ? "
+            f"AND status = {MessageStatus.JOINED.sql} ORDER BY updated_at, rowid",
+            (conversation_id, turn),
+        )
+        return [LedgerEntry.from_row(r) for r in rows]
+
+    def answered_by(self, conversation_id: str) -> dict[int, list[str]]:
+        """Per turn, every message it answered (its own first): for ``show``."""
+        rows = self.store.query(
+            "SELECT i.turn, i.message_id FROM inbox AS i LEFT JOIN turns AS t "
+            "ON t.conversation_id = i.conversation_id AND t.number = i.turn "
+            "AND t.message_id = i.message_id WHERE i.conversation_id = ? "
+            "ORDER BY i.turn, t.message_id IS NULL, i.updated_at, i.rowid",
+            (conversation_id,),
+        )
+        answered: dict[int, list[str]] = {}
+        for row in rows:
+            if row["turn"] is not None:
+                answered.setdefault(row["turn"], []).append(row["message_id"])
+        return answered
+
+    def end_joined(
+        self,
+        conversation_id: str,
+        turn: int,
+        status: MessageStatus,
+        *,
+        db: sqlite3.Connection,
+        last_error: str | None = None,
+    ) -> list[str]:
+        """The messages joined to a turn end with it (done, or dead); returns their ids."""
+        ids = [
+            row[0]
+            for row in db.execute(
+                "SELECT message_id FROM inbox WHERE conversation_id = ? AND turn = ? "
+                f"AND status = {MessageStatus.JOINED.sql}",
+                (conversation_id, turn),
+            )
+        ]
+        db.execute(
+            "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, "
+            "claimed_path = CASE WHEN ? = 'done' THEN NULL ELSE claimed_path END "
+            f"WHERE conversation_id = ? AND turn = ? AND status = {MessageStatus.JOINED.sql}",
+            (status, last_error, self.store.now(), status, conversation_id, turn),
+        )
+        return ids
+
     def record_failure(self, message_id: str, error: str) -> int:
         """Count a failed attempt; returns the number of attempts so far."""
         with self.store.transaction() as db:

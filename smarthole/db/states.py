@@ -38,6 +38,9 @@ class MessageStatus(State):
     DEAD = "dead"  # given up: its file is in failed/
     DONE = "done"
     REDRIVE = "redrive"  # dead, and put back into the inbox by ``smarthole retry``
+    # Answered by another message's turn (a busy channel's ``collect`` or ``steer``): its row
+    # names that turn (``conversation_id``, ``turn``), and is done or dead with it.
+    JOINED = "joined"
 
 
 UNFINISHED_MESSAGES = (MessageStatus.QUEUED, MessageStatus.IN_PROGRESS, MessageStatus.DEFERRED)
@@ -70,10 +73,11 @@ class OutboxKind(State):
     QUESTION = "question"
     ERROR = "error"
     APPROVAL = "approval"  # a tool call waits for the person's yes
+    COMMAND = "command"  # a message command's answer (``/status``): no model call, no turn
 
     @property
     def final(self) -> bool:
-        return self in (OutboxKind.RESPONSE, OutboxKind.ERROR)
+        return self in (OutboxKind.RESPONSE, OutboxKind.ERROR, OutboxKind.COMMAND)
 
 
 class TaskStatus(State):

@@ -29,6 +29,8 @@ from ..formats import iso
 from ..fsutil import atomic_write, fsync_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..db.approvals import Approvals
     from ..db.events import EventLog
     from ..db.ledger import Ledger
@@ -148,6 +150,7 @@ class Answers:
     events: EventLog
     outbox: Outbox
     approvals: Approvals
+    is_command: Callable[[str], bool] | None = None  # a command is never an answer
 
     def take(self, claimed: Path, message: Message, channel: str) -> bool:
         """Whether a claimed inbox file answers an approval (then it is applied, and its file
@@ -157,6 +160,8 @@ class Answers:
             self.apply_file(claimed, message)
             return True
         if message.agents is not None or message.new_conversation:
+            return False
+        if self.is_command is not None and self.is_command(message.text):
             return False
         if self.approvals.by_answer(message.id) is not None:
             _remove(claimed)  # it answered before a crash: this is the same file again

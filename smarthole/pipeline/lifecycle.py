@@ -40,6 +40,7 @@ from ..db.states import MessageStatus, OutboxKind, OutboxState, Outcome, TurnSta
 from ..formats import iso
 from ..teams.control import fail_tasks
 from .answers import approval_item
+from .busy import collected_content
 from .failed import aside_note
 from .failures import Failure, friendly_error
 from .replaying import is_replay
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from ..db.records import Conversation, Message, StoredMessage
     from ..db.tasks import Tasks
     from ..errors import ApprovalWaiting, TurnError
+    from .busy import Arrivals
     from .inbox import Inbox
     from .outbox import Outbox
     from .turn import TurnRun
@@ -101,6 +103,7 @@ class Lifecycle:
     conversations: Conversations
     pending: PendingQuestions
     tasks: Tasks
+    arrivals: Arrivals | None = None  # a busy channel's policy (``collect`` joins at begin)
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -135,13 +138,14 @@ class Lifecycle:
         with self.store.transaction(durable=False) as db:
             conversation = conversation_for(entry)
             number = self.store.start_turn(db, conversation.id, entry.id)
-            stored = self.store.append_message(
-                conversation.id,
-                number,
-                "user",
-                message.user_content(),
-                db=db,
-            )
+            content = message.user_content()
+            collecting = [] if self.arrivals is None else self.arrivals.collecting(entry)
+            if collecting:
+                joined = self.arrivals.join(  # type: ignore[union-attr]
+                    collecting, conversation, number, how="message_collected", db=db
+                )
+                content = collected_content([entry, *joined]) if joined else content
+            stored = self.store.append_message(conversation.id, number, "user", content, db=db)
             self.ledger.set_status(
                 entry.id,
                 MessageStatus.IN_PROGRESS,
@@ -181,6 +185,11 @@ class Lifecycle:
         if outcome.note and not any(m.kind == "note" for m in turn_messages):
             note = [{"type": "text", "text": outcome.note}]
             turn_messages.append(self.store.append_message(conversation.id, number, "note", note))
+        # The messages this turn answers besides its own (``collect``, ``steer``), listed.
+        joined = self.ledger.joined(conversation.id, number)
+        extra = _joined(entry.message, number) or {}
+        if joined:
+            extra["answers"] = [entry.id, *(j.id for j in joined)]
         # Timed by the turn's last stored message: the same file name on every attempt. A
         # replay's reply is never delivered: it is only stored.
         reply = None
@@ -191,9 +200,10 @@ class Lifecycle:
                 fresh=fresh,
                 waiting_for_reply=bool(questions),
                 deliver=entry.message.metadata.get("schedule_deliver") is not False,
-                extra=_joined(entry.message, number),
+                extra=extra or None,
             )
-        self.inbox.remove_claimed(entry)
+        for answered in (entry, *joined):
+            self.inbox.remove_claimed(answered)
         # An earlier attempt may have asked to end the conversation; a new turn knows.
         turn = None if fresh else self.store.turn(conversation.id, number)
         end_requested = run.end_requested or (turn.end_requested if turn else None)
@@ -205,6 +215,7 @@ class Lifecycle:
                 self.outbox.record_delivered(reply, db=db)
             self.store.complete_turn(db, conversation.id, number, note=outcome.note)
             self.ledger.set_status(entry.id, MessageStatus.DONE, claimed_path=None, db=db)
+            self.ledger.end_joined(conversation.id, number, MessageStatus.DONE, db=db)
             if questions:
                 tool_calls = sum(1 for m in turn_messages if m.kind == "tool_result")
                 self.pending.save(
@@ -322,9 +333,13 @@ class Lifecycle:
         error, attempts = failure
         entry = attempt.entry
         text = friendly_error(error, entry.id)
+        fields = self._final_fields(attempt, OutboxKind.ERROR, text)
+        joined = self.ledger.joined(attempt.conversation.id, attempt.number)
+        if joined:
+            fields["extra"] = {"answers": [entry.id, *(j.id for j in joined)]}
         reply = None
         if not is_replay(entry.message):  # a replay's error is in its transcript only
-            reply = self.outbox.hand_over(**self._final_fields(attempt, OutboxKind.ERROR, text))
+            reply = self.outbox.hand_over(**fields)
         note = aside_note(entry, str(error), attempts=attempts, now=self.store.now())
         with self.store.transaction() as db:
             if reply is not None:
@@ -332,6 +347,13 @@ class Lifecycle:
             self._set_turn(attempt, TurnStatus.FAILED, db, error=str(error))
             fail_tasks(self.store, self.events, self.tasks, entry.id, str(error), db=db)
             self.ledger.set_status(entry.id, MessageStatus.DEAD, last_error=str(error), db=db)
+            self.ledger.end_joined(
+                attempt.conversation.id,
+                attempt.number,
+                MessageStatus.DEAD,
+                last_error=f"answered by the error reply of {entry.id}: {error}",
+                db=db,
+            )
             self._event("turn_failed", attempt, db, attempts=attempts, error=str(error))
             self.store.after_commit(lambda: self.inbox.move_aside(entry, note))
         logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)

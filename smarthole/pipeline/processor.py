@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
@@ -29,9 +29,12 @@ from ..errors import (
     MessageError,
     TeamRequestError,
     TurnError,
+    TurnHalted,
     TurnInterrupted,
 )
 from ..teams import HumanTurn, TeamRunner
+from .busy import halted_outcome
+from .commands.registry import unescaped
 from .lifecycle import Attempt
 from .turn import TurnRun, schedule_of
 
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from ..db.records import StoredMessage
     from ..db.states import Outcome
     from ..db.usage import UsageLog
+    from .busy import Arrivals
+    from .commands.runner import CommandRunner
     from .inbox import Inbox
     from .lifecycle import Lifecycle
     from .outbox import Outbox
@@ -85,6 +90,8 @@ class Processor:
     # How many forgets have committed (``db.forgetting``): when it moves, what the history
     # cache holds may be forgotten, and it is read again from the store.
     forgets: Callable[[], int] | None = None
+    commands: CommandRunner | None = None
+    arrivals: Arrivals | None = None
 
     def __post_init__(self) -> None:
         self.store = self.app.store
@@ -97,7 +104,21 @@ class Processor:
     # -- the attempt ------------------------------------------------------------------------
 
     def process(self, entry: LedgerEntry) -> Outcome:
-        """Run (or resume) the turn of ``entry``, and make the transition its end calls for."""
+        """Run (or resume) the turn of ``entry``, and make the transition its end calls for;
+        a message that carries a command runs it instead (``pipeline.commands``)."""
+        invocation = None if self.commands is None else self.commands.invocation(entry)
+        if invocation is not None:
+            assert self.commands is not None
+            return self.commands.run(entry, invocation)
+        text = entry.message.text
+        if text.lstrip().startswith("//"):  # text that starts with a slash, for the model
+            entry = replace(entry, message=replace(entry.message, text=unescaped(text)))
+        if self.arrivals is None:
+            return self._process(entry)
+        with self.arrivals.running(entry):
+            return self._process(entry)
+
+    def _process(self, entry: LedgerEntry) -> Outcome:
         plan = self.replays.plan(entry) if self.replays is not None else None
         conversation_for = self._conversation_for if plan is None else lambda _: plan.conversation
         try:
@@ -108,6 +129,9 @@ class Processor:
         run = self._turn_run(attempt, begun.stored, plan)
         try:
             outcome = self._run(entry, run)
+        except TurnHalted as halted:  # /stop, or a newer message (``interrupt``)
+            outcome = halted_outcome(run, halted.reason)
+            self.events.emit("turn_interrupted", **run.where, reason=halted.reason, resumes=False)
         except ApprovalWaiting as waiting:
             return self.lifecycle.await_approval(attempt, waiting)
         except TurnInterrupted:
@@ -230,4 +254,5 @@ class Processor:
             answering=pending,
             stored_so_far=so_far,
             replay=self.replays.tools(plan, entry) if plan and self.replays else None,
+            arrivals=self.arrivals,
         )

@@ -21,7 +21,7 @@ from ..agent.recorder import RecordedTurn, Step, TurnRecorder, api_messages
 from ..db.events import place
 from ..db.spend import Spend, SpendPlace
 from ..db.states import OutboxKind
-from ..errors import TurnInterrupted
+from ..errors import TurnHalted, TurnInterrupted
 
 if TYPE_CHECKING:
     import sqlite3
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..db.records import Conversation, StoredMessage
     from ..db.usage import UsageLog
     from ..tools import Tool, ToolResult
+    from .busy import Arrivals
     from .outbox import Outbox
 
 
@@ -70,6 +71,8 @@ class TurnRun(RecordedTurn):
     # started), else read at first use; then extended by what this attempt stores (nothing
     # else writes to a turn while its attempt runs).
     stored_so_far: list[StoredMessage] | None = field(default=None, repr=False)
+    # The channel's busy policy at work: a halt asked for this turn, messages that steer it.
+    arrivals: Arrivals | None = None
     budget_chars: int = field(init=False)
     trimmed: bool = field(default=False, init=False)
     # Why the agent asked to end the conversation after this turn, if it did in this attempt.
@@ -158,6 +161,14 @@ class TurnRun(RecordedTurn):
     def check_stop(self) -> None:
         if self.stop is not None and self.stop.is_set():
             raise TurnInterrupted()
+        halt = None if self.arrivals is None else self.arrivals.halted(self.entry.id)
+        if halt is not None:
+            raise TurnHalted(halt)
+
+    def steer(self) -> None:
+        """At a tool-call boundary: messages that came meanwhile join (``steer``)."""
+        if self.arrivals is not None:
+            self.arrivals.steer(self)
 
     def trim_history(self) -> bool:
         """Halve the earlier history sent to the model; False if there is none to trim."""

@@ -129,6 +129,9 @@ class AgentTurnSession(RecordedTurn):
         if current is not None and current.abort_requested:
             raise TaskAborted()
 
+    def steer(self) -> None:
+        """A team agent is never steered: the person's messages reach the entry agent only."""
+
     def trim_history(self) -> bool:
         return False  # an agent turn carries no earlier history to trim
 
