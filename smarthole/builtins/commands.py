@@ -105,7 +105,7 @@ def list_(context: CommandContext) -> str:
             f"{number}. {visible(conversation.title or 'untitled')} — {view.status.value}, "
             f"{conversation.turns} turn(s), {conversation.id[:8]}"
         )
-    return "\n".join(lines + ["(/resume N makes one current)"])
+    return "\n".join([*lines, "(/resume N makes one current)"])
 
 
 def resume(context: CommandContext) -> CommandReply:

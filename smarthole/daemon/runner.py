@@ -35,6 +35,7 @@ from ..formats import Clock, utc_now
 from ..home import Home, HomeLock
 from ..mcpservers import McpServers
 from ..pipeline.inbox import Watcher
+from .lane import FastLane
 from .logs import log_context, set_level
 from .memory import fix_malloc_thresholds, settle
 from .notify import Notifier
@@ -91,6 +92,7 @@ class Daemon:
         self._grace = 0.0
         self._clean = True
         self._mcp: McpServers | None = None
+        self._lane: FastLane | None = None
         self._loaded_at = 0.0
         self.started = False
         self.summary: dict[str, Any] = {}
@@ -255,6 +257,8 @@ class Daemon:
                 if woken or backlog or now >= next_scan:
                     backlog = runtime.inbox.claim_batch()
                     next_scan = now + rescan
+                    if self._lane is not None:  # a /stop behind a running turn, an interrupt
+                        self._lane.look(self._busy_channels())
                 soon = runtime.scheduler.tick()  # a schedule's due slots join the ledger
                 due = min(soon, self._dispatch(runtime) or soon)
             except Exception:  # the loop must outlive any one bad moment; the scan retries
@@ -320,21 +324,14 @@ class Daemon:
     # -- workers ---------------------------------------------------------------------------
 
     def _start_workers(self, runtime: Runtime) -> None:
-        if not self.once:
-            keeper = threading.Thread(
-                target=housekeeper,
-                args=(runtime, self.clock, self.stop_event),
-                name="smarthole-housekeeper",
-                daemon=True,
-            )
-            keeper.start()
-            self._threads.append(keeper)
-        for index in range(runtime.app.config.daemon.workers):
-            thread = threading.Thread(
-                target=self._work, args=(runtime,), name=f"smarthole-worker-{index}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+        self._lane = FastLane(runtime)
+        self._lane.start()
+        count = runtime.app.config.daemon.workers
+        keeper = (housekeeper, "smarthole-housekeeper", (runtime, self.clock, self.stop_event))
+        workers = [(self._work, f"smarthole-worker-{n}", (runtime,)) for n in range(count)]
+        for target, name, args in ([] if self.once else [keeper]) + workers:
+            self._threads.append(threading.Thread(target=target, args=args, name=name, daemon=True))
+            self._threads[-1].start()
 
     def _work(self, runtime: Runtime) -> None:
         """Run the messages the queue hands over, until its ``None``.
@@ -388,6 +385,8 @@ class Daemon:
         for _ in self._threads:
             self._jobs.put(None)
         deadline = time.monotonic() + grace
+        if self._lane is not None:
+            self._lane.stop(grace)
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self._threads if t.is_alive()]

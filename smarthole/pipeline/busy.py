@@ -24,6 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.recorder import Step
@@ -70,7 +71,8 @@ class Arrivals:
     events: EventLog
     is_command: Callable[[str], bool] = field(default=lambda text: False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-    _running: dict[str, str] = field(default_factory=dict, init=False)  # channel -> message
+    # channel -> its running turn's message, and when the turn began
+    _running: dict[str, tuple[str, datetime]] = field(default_factory=dict, init=False)
     _halts: dict[str, str] = field(default_factory=dict, init=False)  # message -> why
 
     def policy(self, channel: str) -> BusyPolicy:
@@ -82,23 +84,24 @@ class Arrivals:
     def running(self, entry: LedgerEntry) -> Iterator[None]:
         """While ``entry``'s turn runs, it is its channel's running turn."""
         with self._lock:
-            self._running[entry.channel] = entry.id
+            self._running[entry.channel] = (entry.id, self.app.now())
         try:
             yield
         finally:
             with self._lock:
-                if self._running.get(entry.channel) == entry.id:
+                if self._running.get(entry.channel, ("",))[0] == entry.id:
                     del self._running[entry.channel]
                 self._halts.pop(entry.id, None)
 
     def running_in(self, channel: str) -> str | None:
         with self._lock:
-            return self._running.get(channel)
+            running = self._running.get(channel)
+        return None if running is None else running[0]
 
     def halt(self, message_id: str, reason: str) -> bool:
         """Ask the running turn of ``message_id`` to stop at its next safe point."""
         with self._lock:
-            if message_id not in self._running.values():
+            if message_id not in (running for running, _ in self._running.values()):
                 return False
             self._halts.setdefault(message_id, reason)
             return True
@@ -109,15 +112,15 @@ class Arrivals:
             return self._halts.get(message_id)
 
     def look(self) -> None:
-        """In a channel whose policy is ``interrupt``, a plain message waiting behind the
-        running turn stops it (the main loop looks after each claim)."""
+        """In a channel whose policy is ``interrupt``, a plain message that arrived behind the
+        running turn after it began stops it (the main loop looks after each claim)."""
         with self._lock:
             running = dict(self._running)
-        for channel, message_id in running.items():
+        for channel, (message_id, began) in running.items():
             if self.policy(channel) is not BusyPolicy.INTERRUPT or self.halted(message_id):
                 continue
             waiting = self.ledger.followers(channel, after=message_id, limit=1)
-            if waiting and self.joinable(waiting[0]):
+            if waiting and waiting[0].received_at >= began and self.joinable(waiting[0]):
                 logger.info("message %s interrupts the turn of %s", waiting[0].id, message_id)
                 self.halt(message_id, HALT_NEWER)
 

@@ -1,0 +1,100 @@
+"""The busy policy: messages that arrive while a turn runs, in bursts of 3 and of 20.
+
+Each test holds the first turn's model call until the burst is claimed, then lets it go, and
+counts in the fake's request log how often each text reached the model as new content (once),
+and in the outbox how many final replies each message got (one).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from smarthole.testing import hold, text, tool_use
+from tests.helpers import TEST_PLUGINS, drop, finals, wait_for, write_config
+
+from .bursts import events_of, finals_per_message, new_content, statuses, texts
+
+
+def burst(fake, home, env, threads, *, policy: str, size: int, first):
+    write_config(
+        home,
+        channels={"busy": policy},
+        plugins={"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+    )
+    gate = threading.Event()
+    fake.add(hold(gate, first))
+    fake.default = text("ok")
+    wanted = texts(size)
+    daemon = threads(home, env)
+    drop(home, wanted["m00"], "m00")
+    fake.wait_for_requests(1)
+    for number, (message_id, said) in enumerate(list(wanted.items())[1:], start=1):
+        drop(home, said, message_id, timestamp=f"2030-01-01T00:00:{number:02d}Z")
+    wait_for(lambda: len(statuses(home)) == size + 1, 20, "the burst to be claimed")
+    gate.set()
+    wait_for(
+        lambda: all(s in ("done", "dead") for s in statuses(home).values()),
+        60,
+        "every message to be answered",
+    )
+    daemon.stop()
+    ids = list(wanted)
+    assert new_content(fake, wanted) == {message_id: 1 for message_id in ids}
+    assert finals_per_message(home, ids) == {message_id: 1 for message_id in ids}
+    assert set(statuses(home).values()) == {"done"}
+    return wanted
+
+
+@pytest.mark.parametrize("size", [3, 20])
+def test_queue_answers_each_message_in_its_own_turn(fake, home, env, threads, size):
+    burst(fake, home, env, threads, policy="queue", size=size, first=text("first"))
+    assert len(fake.requests) == size + 1
+    assert len(finals(home)) == size + 1
+
+
+@pytest.mark.parametrize("size", [3, 20])
+def test_collect_answers_the_burst_in_one_turn(fake, home, env, threads, size):
+    wanted = burst(fake, home, env, threads, policy="collect", size=size, first=text("first"))
+    assert len(fake.requests) == 2
+    collected = fake.requests[1].last_user_text
+    positions = [collected.index(said) for said in list(wanted.values())[1:]]
+    assert positions == sorted(positions)  # in arrival order
+    assert f"[message 1 of {size}, sent 2030-01-01T00:00:01" in collected
+    shared = [f for f in finals(home) if f.fields.get("answers")]
+    assert [f["answers"] for f in shared] == [list(wanted)[1:]]
+    assert len(events_of(home, "message_collected")) == size - 1
+
+
+@pytest.mark.parametrize("size", [3, 20])
+def test_steer_gives_the_burst_to_the_running_turn_beside_tool_results(
+    fake, home, env, threads, size
+):
+    first = tool_use("snapshot", {"label": "a cat"})
+    wanted = burst(fake, home, env, threads, policy="steer", size=size, first=first)
+    assert len(fake.requests) == 2
+    steered = fake.requests[1]
+    assert steered.tool_results  # beside the tool's result, in the same user message
+    assert "a new message from the person" in steered.last_user_text
+    (shared,) = finals(home)
+    assert shared["answers"] == list(wanted)
+    assert [e["message_id"] for e in events_of(home, "message_steered")] == list(wanted)[1:]
+
+
+@pytest.mark.parametrize("size", [3, 20])
+def test_interrupt_stops_the_running_turn_and_answers_the_new_message(
+    fake, home, env, threads, size
+):
+    first = tool_use("snapshot", {"label": "a cat"})
+    burst(fake, home, env, threads, policy="interrupt", size=size, first=first)
+    replies = {f["in_reply_to"]: f for f in finals(home)}
+    assert "Interrupted by a newer message" in replies["m00"].text
+    (interrupted,) = events_of(home, "turn_interrupted")
+    assert interrupted == {
+        "message_id": "m00",
+        "reason": "interrupted by a newer message",
+        "resumes": False,
+    }
+    # The next turn sees the interrupted one: its call and the call's never-run result.
+    assert "snapshot" in str(fake.requests[1].messages)
