@@ -57,3 +57,7 @@ def events_of(home: Path, type: str) -> list[dict[str, Any]]:
         "SELECT message_id, data FROM events WHERE type = ? ORDER BY id", (type,)
     )
     return [{"message_id": row["message_id"], **json.loads(row["data"])} for row in rows]
+
+
+def command_replies(home: Path) -> list[Any]:
+    return [item for item in read_outbox(home) if item["kind"] == "command"]

@@ -14,7 +14,14 @@ import pytest
 from smarthole.testing import hold, text, tool_use
 from tests.helpers import TEST_PLUGINS, drop, finals, wait_for, write_config
 
-from .bursts import events_of, finals_per_message, new_content, statuses, texts
+from .bursts import (
+    command_replies,
+    events_of,
+    finals_per_message,
+    new_content,
+    statuses,
+    texts,
+)
 
 
 def burst(fake, home, env, threads, *, policy: str, size: int, first):
@@ -98,3 +105,24 @@ def test_interrupt_stops_the_running_turn_and_answers_the_new_message(
     }
     # The next turn sees the interrupted one: its call and the call's never-run result.
     assert "snapshot" in str(fake.requests[1].messages)
+
+
+def test_stop_runs_at_once_and_stops_the_turn_at_its_next_safe_point(fake, home, env, threads):
+    write_config(home, plugins={"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]})
+    gate = threading.Event()
+    fake.add(hold(gate, tool_use("snapshot", {"label": "a cat"})))
+    fake.default = text("should not be asked")
+    daemon = threads(home, env)
+    drop(home, "take a picture", "m1")
+    fake.wait_for_requests(1)
+    drop(home, "/status", "s1")
+    status = wait_for(lambda: [f for f in command_replies(home) if f["in_reply_to"] == "s1"])
+    assert "a turn runs (message m1)" in status[0].text  # answered while the turn runs
+    drop(home, "/stop", "x1")
+    wait_for(lambda: [f for f in command_replies(home) if f["in_reply_to"] == "x1"])
+    gate.set()
+    wait_for(lambda: statuses(home).get("m1") == "done", 30, "the stopped turn's reply")
+    daemon.stop()
+    (reply,) = [f for f in finals(home) if f["in_reply_to"] == "m1"]
+    assert "Stopped by /stop" in reply.text
+    assert len(fake.requests) == 1  # the tool call was not followed by another model call
