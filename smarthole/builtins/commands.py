@@ -85,7 +85,8 @@ def new(context: CommandContext) -> CommandReply:
         metadata=dict(message.metadata),
     )
     context.parts.ledger.admit(first, channel=context.channel, claimed_path=None)
-    return CommandReply(said + f"A new conversation starts with your message ({first.id}).")
+    text = said + "A new conversation starts with your message."
+    return CommandReply(text, follow=first.id)
 
 
 def _recent(context: CommandContext) -> list[Any]:
@@ -250,7 +251,7 @@ def retry(context: CommandContext) -> CommandReply:
             return CommandReply(f"Message {entry.id} is due now.")
         ledger.set_status(entry.id, MessageStatus.REDRIVE)
         ledger.admit(entry.message, channel=entry.channel, claimed_path=None)
-        return CommandReply(f"Message {entry.id} is queued again.")
+        return CommandReply(f"Message {entry.id} is queued again.", follow=entry.id)
     current = context.current()
     turn = None if current is None else parts.store.turn(current.id, current.turns)
     asked = None if turn is None else ledger.get(turn.message_id)
@@ -267,7 +268,7 @@ def retry(context: CommandContext) -> CommandReply:
         attachments=asked.message.attachments,
     )
     ledger.admit(again, channel=context.channel, claimed_path=None)
-    return CommandReply(f"Asking again: {visible(asked.message.text)[:200]}")
+    return CommandReply(f"Asking again: {visible(asked.message.text)[:200]}", follow=again.id)
 
 
 # -- approvals -------------------------------------------------------------------------------

@@ -51,6 +51,18 @@ def chat_answer(text: str) -> ChatAnswer | None:
     return None
 
 
+def names_approval(text: str) -> bool:
+    """Whether ``text`` is ``/approve [always] ID`` or ``/deny ID [reason]``: the daemon's
+    message command, which a chat sends when no approval waits in it."""
+    words = text.split()
+    if not words or words[0] not in ("/approve", "/deny"):
+        return False
+    rest = words[1:]
+    if words[0] == "/approve" and rest[:1] == ["always"]:
+        rest = rest[1:]
+    return bool(rest)
+
+
 def print_waiting(approvals: Approvals, *, as_json: bool, now: datetime) -> None:
     waiting = approvals.waiting()
     if as_json:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..db.outbox import OutboxItem
 from ..errors import SmartholeError
 from ..formats import utc_now
-from .approving import CHAT_HINT, ChatAnswer, chat_answer
+from .approving import CHAT_HINT, ChatAnswer, chat_answer, names_approval
 from .approving import answer as answer_approval
 from .mailbox import Mailbox, Retrying, ToolCalled, retry_line
 from .output import body, one_line, plain, short
@@ -84,8 +84,10 @@ class ChatSession:
                 if self.timed_out:
                     return
                 continue
-            try:
-                answer = chat_answer(text)
+            try:  # with no approval waiting here, /approve ID and /deny ID go to the daemon
+                answer = (
+                    None if self.approval is None and names_approval(text) else chat_answer(text)
+                )
             except SmartholeError as exc:
                 self._say(str(exc))
                 continue
@@ -201,6 +203,8 @@ class ChatSession:
                 self._say(CHAT_HINT)
                 return True
             final = item if item.final else final
+            if item.kind == "command":  # a message command: it may start or choose one
+                return self._after_command(mailbox, item)
         if final is None and not self.stop.is_set():
             self.timed_out = True
             self.out.write(
@@ -211,6 +215,19 @@ class ChatSession:
         if final is not None:
             self.waiting_for = None
         return final is not None
+
+    def _after_command(self, mailbox: Mailbox, reply: OutboxItem) -> bool:
+        """A command's reply was shown: after ``/new`` the next message starts a conversation;
+        a message the command queued (``/new text``, ``/retry``) has its reply shown too."""
+        extra = reply.extra or {}
+        if extra.get("command") == "new":
+            self.conversation_id = None
+        self.waiting_for = None
+        follow = extra.get("next")
+        if not isinstance(follow, str):
+            return True
+        self.last_message_id = follow
+        return self._show_replies(mailbox, follow)
 
     def where_to_see(self, message_id: str) -> str:
         """How to see the reply to ``message_id`` later, from another terminal."""

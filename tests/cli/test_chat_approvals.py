@@ -113,9 +113,9 @@ def test_approve_with_nothing_waiting_says_so_and_sends_nothing(
     approvals_home, fake, environ, capsys
 ):
     home = approvals_home
-    result = chat(home, capsys, "/approve", "/deny no")
+    result = chat(home, capsys, "/approve", "/deny", "/approve always")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("no approval waits in this chat; nothing was sent\n") == 2
+    assert result.stdout.count("no approval waits in this chat; nothing was sent\n") == 3
     assert fake.requests == []
     assert read_outbox(home) == []
     assert db(home).execute("SELECT count(*) FROM messages").fetchone()[0] == 0

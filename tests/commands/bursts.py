@@ -61,3 +61,20 @@ def events_of(home: Path, type: str) -> list[dict[str, Any]]:
 
 def command_replies(home: Path) -> list[Any]:
     return [item for item in read_outbox(home) if item["kind"] == "command"]
+
+
+# Every built-in command, as a fresh home answers it: (what is typed, the start of the reply).
+EVERY_COMMAND = [
+    ("/help", "Commands (anything else goes to the agent"),
+    ("/new", "Your next message starts a new conversation."),
+    ("/list", "No conversations in this channel yet."),
+    ("/resume 1", "There is no conversation 1 in /list"),
+    ("/title Groceries", "No current conversation to rename."),
+    ("/status", "smarthole is running."),
+    ("/usage", "Today (UTC): 0 request(s)"),
+    ("/stop", "Nothing runs in this channel."),
+    ("/retry", "Nothing to retry in this channel."),
+    ("/approve 0123abcd", "No approval has the id 0123abcd."),
+    ("/approve always 0123abcd", "No approval has the id 0123abcd."),
+    ("/deny 0123abcd not now", "No approval has the id 0123abcd."),
+]

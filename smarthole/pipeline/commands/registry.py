@@ -33,11 +33,13 @@ class CommandReply:
     """What a command answers: the reply's text, and whether it did what was asked.
 
     ``conversation``: the conversation the reply belongs to, when the command chose or made one
-    (``/resume``); else the channel's current one."""
+    (``/resume``); else the channel's current one. ``follow``: the id of a message the command
+    queued (``/new text``, ``/retry``), whose reply answers it; front matter ``next``."""
 
     text: str
     ok: bool = True
     conversation: str | None = None
+    follow: str | None = None  # a message the command put in the ledger, whose reply comes next
 
 
 Handler = Callable[["CommandContext"], "CommandReply | str"]

@@ -111,7 +111,7 @@ class CommandRunner:
             turn=None,
             kind=OutboxKind.COMMAND,
             text=reply.text,
-            extra={"command": name, "ok": reply.ok},
+            extra={"command": name, "ok": reply.ok, "next": reply.follow},
         )
         self.outbox.record(item, OutboxState.PLANNED, db=db)
         self.events.emit(
