@@ -82,6 +82,7 @@ def transcript(
     approvals: Sequence[Approval] = (),
     fork: Fork | None = None,
     memory: Mapping[int, list[str]] = {},
+    answered: Mapping[int, list[str]] | None = None,
 ) -> str:
     """Turns with times, the user's and the agent's words, questions, tools used, errors, the
     tool calls that asked for approval (a waiting one marked), the memory each wrote; where a
@@ -109,6 +110,9 @@ def transcript(
             replies.setdefault(item.turn, []).append(item)
     for turn in turns:
         lines += ["", f"── turn {turn.number} · {local(turn.started_at)} · {turn.status}"]
+        several = (answered or {}).get(turn.number, [])
+        if len(several) > 1:  # a busy channel's collect or steer: one reply for them all
+            lines.append(f"   answers messages: {', '.join(one_line(m) for m in several)}")
         lines += _turn_lines(by_turn.get(turn.number, []), replies.get(turn.number, []))
         lines += [_approval_line(a) for a in approvals if a.turn == turn.number]
         if memory.get(turn.number):

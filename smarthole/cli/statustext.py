@@ -88,6 +88,10 @@ def status_text(report: dict[str, Any]) -> str:
         from .usage import usage_line
 
         lines.append(usage_line(report["usage"]))
+    if "busy" in report:
+        busy = report["busy"]
+        own = "; ".join(f"{one_line(c)}: {p}" for c, p in busy["channels"].items())
+        lines.append(f"busy policy: {busy['policy']} ({own or 'every channel'})")
     if "budget" in report:
         from .spending import budget_lines
 

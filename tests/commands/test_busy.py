@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from smarthole.testing import hold, text, tool_use
-from tests.helpers import TEST_PLUGINS, drop, finals, wait_for, write_config
+from tests.helpers import TEST_PLUGINS, drop, finals, in_process, wait_for, write_config
 
 from .bursts import (
     command_replies,
@@ -126,3 +126,16 @@ def test_stop_runs_at_once_and_stops_the_turn_at_its_next_safe_point(fake, home,
     (reply,) = [f for f in finals(home) if f["in_reply_to"] == "m1"]
     assert "Stopped by /stop" in reply.text
     assert len(fake.requests) == 1  # the tool call was not followed by another model call
+
+
+def test_show_lists_the_messages_a_turn_answered_and_status_each_policy(
+    fake, home, env, threads, capsys
+):
+    burst(fake, home, env, threads, policy="collect", size=3, first=text("first"))
+    config = (home / "config.toml").read_text()
+    (home / "config.toml").write_text(config + '\n[channels.phone]\nbusy = "steer"\n')
+    (reply,) = [f for f in finals(home) if f.fields.get("answers")]
+    shown = in_process(capsys, "show", reply["conversation"], "--home", str(home))
+    assert "   answers messages: m01, m02, m03" in shown.stdout
+    status = in_process(capsys, "status", "--home", str(home))
+    assert "busy policy: collect (phone: steer)" in status.stdout

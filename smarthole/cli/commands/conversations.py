@@ -119,6 +119,7 @@ def show(args: argparse.Namespace) -> int:
                 root.approvals.of_conversation(conversation.id),
                 fork=root.store.fork_of(conversation.id),
                 memory=_memory_by_turn(root, conversation.id),
+                answered=root.ledger.answered_by(conversation.id),
             )
         )
     return ExitCode.OK
