@@ -59,6 +59,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 16. budget (issue 44): what reserving a model call's cost adds to the call, in process over a
    real store with a conversation, a day and a month cap (goal at most 0.2 ms), after 1,000
    calls that day (quick: 200) (benchlib/budget.py).
+17. commands (issue 45): a ``/status`` file renamed into inbox/ until its reply is in outbox/,
+   p50/p99 over 100 rounds (quick 20), on an idle channel and behind a running turn (the fast
+   lane) (benchlib/commands.py). Information only: no goal was set.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ from benchlib.approvals import approval_rows
 from benchlib.attachments import attachment_rows
 from benchlib.budget import budget_rows
 from benchlib.cachebench import cache_rows
+from benchlib.commands import command_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
 from benchlib.forkbench import fork_rows
@@ -112,6 +116,7 @@ PARTS = (
     "fork",
     "memory",
     "budget",
+    "commands",
 )
 
 
@@ -198,6 +203,7 @@ def measure(
         "fork": lambda: fork_rows(root, sizes.history_messages, sizes.reload_repeats),
         "memory": lambda: memory_rows(root, fake),
         "budget": lambda: budget_rows(root, 2_000, sizes.budget_prior),
+        "commands": lambda: command_rows(root, fake, sizes.approvals),
     }
     rows = runs[part]()
     if part == "backlog":
