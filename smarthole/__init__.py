@@ -10,12 +10,14 @@ from .db.events import Event
 from .db.outbox import OutboxItem
 from .db.records import Conversation, Message, StoredMessage
 from .errors import PathError, SmartholeError, ToolError
-from .hookspecs import Deny, PluginApp, ToolCall, hookimpl
+from .hookspecs import CommandContext, CommandReply, Deny, PluginApp, ToolCall, hookimpl
 from .tools import ToolContext, ToolResult
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CommandContext",
+    "CommandReply",
     "Conversation",
     "Deny",
     "Event",

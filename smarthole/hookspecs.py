@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from .config import Config
     from .db.events import Event
+    from .db.ledger import LedgerEntry
     from .db.outbox import OutboxItem
     from .db.plugindata import PluginData
     from .db.records import Conversation, Message, StoredMessage
@@ -86,6 +87,49 @@ class Deny:
     """``before_tool_call``'s answer that refuses a call: the model reads ``reason``."""
 
     reason: str = field(default="denied by a plugin")
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """What a command answers: the reply's text, and whether it did what was asked.
+
+    ``conversation``: the conversation the reply belongs to, when the command chose or made one
+    (``/resume``); else the channel's current one. ``follow``: the id of a message the command
+    queued (``/new text``, ``/retry``), whose reply answers it; front matter ``next``."""
+
+    text: str
+    ok: bool = True
+    conversation: str | None = None
+    follow: str | None = None  # a message the command put in the ledger, whose reply comes next
+
+
+@dataclass
+class CommandContext:
+    """What a command's handler works with: the message, its channel, and the home's parts.
+
+    ``parts`` are the composition root's (``conversations``, ``ledger``, ``store``, ``events``,
+    ``outbox_record``, ``usage``, ``approvals``, ``answers``, ``tasks``, ``pending``,
+    ``arrivals``: the running turns, ``message_commands``), looked up by attribute; internal,
+    so a plugin's command reads what it needs and may have to follow changes."""
+
+    name: str
+    args: str
+    entry: LedgerEntry
+    app: PluginApp
+    parts: Any
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def channel(self) -> str:
+        return self.entry.channel
+
+    @property
+    def message_id(self) -> str:
+        return self.entry.id
+
+    def current(self) -> Conversation | None:
+        """The channel's current conversation: the one its next message goes to."""
+        return self.parts.conversations.current(self.channel)
 
 
 FAIL_CLOSED_HOOKS = frozenset({"before_tool_call"})

@@ -43,6 +43,7 @@ def test_every_commented_example_of_the_config_loads(tmp_path, monkeypatch):
         assert "researcher" in app.team
         assert app.config.plugin_tables["webhook"]["url"].startswith("https://")
         assert set(app.config.mcp.servers) == {"files", "tracker"}
+        assert app.config.channels.policy("phone") == "steer"
     finally:
         app.close()
 

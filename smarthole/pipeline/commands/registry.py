@@ -12,37 +12,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...errors import PluginError
+from ...hookspecs import CommandContext, CommandReply
 
 if TYPE_CHECKING:
     from ...app import App
-    from ...db.ledger import LedgerEntry
-    from ...db.records import Conversation
-    from ...hookspecs import PluginApp
 
 COMMAND_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 # ``/name`` at the start (after any white space), then white space or the end.
 _INVOCATION = re.compile(r"\s*/([A-Za-z][A-Za-z0-9_-]{0,31})(?:\s+(.*))?", re.DOTALL)
 
 
-@dataclass(frozen=True)
-class CommandReply:
-    """What a command answers: the reply's text, and whether it did what was asked.
-
-    ``conversation``: the conversation the reply belongs to, when the command chose or made one
-    (``/resume``); else the channel's current one. ``follow``: the id of a message the command
-    queued (``/new text``, ``/retry``), whose reply answers it; front matter ``next``."""
-
-    text: str
-    ok: bool = True
-    conversation: str | None = None
-    follow: str | None = None  # a message the command put in the ledger, whose reply comes next
-
-
-Handler = Callable[["CommandContext"], "CommandReply | str"]
+Handler = Callable[[CommandContext], "CommandReply | str"]
 
 
 @dataclass(frozen=True)
@@ -132,34 +116,6 @@ def unescaped(text: str) -> str:
     if stripped.startswith("//"):
         return stripped[1:]
     return text
-
-
-@dataclass
-class CommandContext:
-    """What a command's handler works with: the message, its channel, and the home's parts.
-
-    ``parts`` are the composition root's (``conversations``, ``ledger``, ``store``, ``events``,
-    ``outbox``, ``usage``, ``approvals``, ``answers``, ``tasks``, ``pending``, ``busy``,
-    ``commands``), looked up by attribute; a plugin's command reads what it needs."""
-
-    name: str
-    args: str
-    entry: LedgerEntry
-    app: PluginApp
-    parts: Any
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def channel(self) -> str:
-        return self.entry.channel
-
-    @property
-    def message_id(self) -> str:
-        return self.entry.id
-
-    def current(self) -> Conversation | None:
-        """The channel's current conversation: the one its next message goes to."""
-        return self.parts.conversations.current(self.channel)
 
 
 def collect_commands(app: App) -> CommandRegistry:
