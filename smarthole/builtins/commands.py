@@ -217,15 +217,14 @@ def _usage_line(label: str, totals: Any) -> str:
 def stop(context: CommandContext) -> CommandReply:
     parts = context.parts
     running = parts.arrivals.running_in(context.channel)
-    aborted = []
-    for task in parts.tasks.running():
-        if task.message_id == running or (running is None and _in_channel(context, task)):
-            parts.tasks.request_abort(task.id)
-            aborted.append(task.id)
+    if running is not None:
+        aborted = parts.arrivals.halt(running, HALT_STOP)
+    else:  # no turn runs here: a task left interrupted, say
+        aborted = [t.id for t in parts.tasks.running() if _in_channel(context, t)]
+        for task_id in aborted:
+            parts.tasks.request_abort(task_id)
     if running is None and not aborted:
         return _refuse("Nothing runs in this channel.")
-    if running is not None:
-        parts.arrivals.halt(running, HALT_STOP)
     what = f"the turn of message {running}" if running else "nothing but tasks"
     tasks = f" and task(s) {', '.join(aborted)}" if aborted else ""
     return CommandReply(f"Stopping {what}{tasks} at the next safe point.")

@@ -2,8 +2,9 @@
 look at what arrived behind a running turn.
 
 A channel's messages run in order, one at a time, so a ``/stop`` or ``/status`` queued behind
-a running turn would wait for it. After each claim the main loop calls :meth:`FastLane.look`:
-an immediate command (``MessageCommand.immediate``) waiting in a busy channel goes to the
+a running turn (or an ``/approve`` behind the message whose call waits for it) would wait for
+it. After each claim the main loop calls :meth:`FastLane.look`: an immediate command
+(``MessageCommand.immediate``) waiting behind a busy or waiting channel's head goes to the
 lane's own thread, which runs it at once (the runner takes each command once, whoever gets
 there first); and a channel whose policy is ``interrupt`` asks its running turn to stop.
 """
@@ -14,6 +15,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,25 +45,29 @@ class FastLane:
             self._jobs.put(None)
             self._thread.join(timeout)
 
-    def look(self, busy: Iterable[str]) -> None:
-        """Hand the immediate commands waiting in ``busy`` channels to the lane; ask a turn to
-        stop where a newer message interrupts it."""
+    def look(self, busy: Iterable[str], now: datetime) -> None:
+        """Hand the immediate commands waiting behind a ``busy`` channel's running turn, or
+        behind a message that waits (for an approval, a retry), to the lane; ask a turn to stop
+        where a newer message interrupts it."""
         runtime = self.runtime
-        arrivals, commands = runtime.arrivals, runtime.message_commands
-        for channel in busy:
-            running = arrivals.running_in(channel)
-            if running is None:
+        busy = set(busy)
+        for head in runtime.ledger.channel_heads():
+            if head.channel in busy or head.waits(now):
+                self._take_commands(head)
+        runtime.arrivals.look()
+
+    def _take_commands(self, head: LedgerEntry) -> None:
+        """The immediate commands queued behind ``head``, each to the lane once."""
+        runtime = self.runtime
+        for entry in runtime.ledger.followers(head.channel, after=head.id, limit=LOOK_BEHIND):
+            invocation = runtime.message_commands.parse(entry.message.text)
+            if invocation is None or not invocation.command.immediate:
                 continue
-            for entry in runtime.ledger.followers(channel, after=running, limit=LOOK_BEHIND):
-                invocation = commands.parse(entry.message.text)
-                if invocation is None or not invocation.command.immediate:
+            with self._lock:
+                if entry.id in self._taken:
                     continue
-                with self._lock:
-                    if entry.id in self._taken:
-                        continue
-                    self._taken.add(entry.id)
-                self._jobs.put(entry)
-        arrivals.look()
+                self._taken.add(entry.id)
+            self._jobs.put(entry)
 
     def _work(self) -> None:
         runner = self.runtime.command_runner

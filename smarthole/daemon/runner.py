@@ -258,7 +258,7 @@ class Daemon:
                     backlog = runtime.inbox.claim_batch()
                     next_scan = now + rescan
                     if self._lane is not None:  # a /stop behind a running turn, an interrupt
-                        self._lane.look(self._busy_channels())
+                        self._lane.look(self._busy_channels(), self.clock())
                 soon = runtime.scheduler.tick()  # a schedule's due slots join the ledger
                 due = min(soon, self._dispatch(runtime) or soon)
             except Exception:  # the loop must outlive any one bad moment; the scan retries

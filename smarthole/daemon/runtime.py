@@ -276,7 +276,9 @@ class Runtime(StoreParts):
         from ..pipeline.busy import Arrivals
 
         commands = self.message_commands
-        return Arrivals(self.app, self.ledger, self.events, is_command=commands.is_command)
+        return Arrivals(
+            self.app, self.ledger, self.events, is_command=commands.is_command, tasks=self.tasks
+        )
 
     @cached_property
     def memory(self) -> Memory:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..db.ledger import Ledger, LedgerEntry
     from ..db.records import Conversation, StoredMessage
     from ..db.store import Store
+    from ..db.tasks import Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class Arrivals:
     ledger: Ledger
     events: EventLog
     is_command: Callable[[str], bool] = field(default=lambda text: False)
+    tasks: Tasks | None = None  # a halted turn's running team tasks are aborted with it
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     # channel -> its running turn's message, and when the turn began
     _running: dict[str, tuple[str, datetime]] = field(default_factory=dict, init=False)
@@ -98,13 +100,19 @@ class Arrivals:
             running = self._running.get(channel)
         return None if running is None else running[0]
 
-    def halt(self, message_id: str, reason: str) -> bool:
-        """Ask the running turn of ``message_id`` to stop at its next safe point."""
+    def halt(self, message_id: str, reason: str) -> list[str]:
+        """Ask the running turn of ``message_id`` to stop at its next safe point, and abort
+        its running team tasks (as ``tasks abort``); returns the tasks' ids."""
         with self._lock:
             if message_id not in (running for running, _ in self._running.values()):
-                return False
+                return []
             self._halts.setdefault(message_id, reason)
-            return True
+        aborted = []
+        for task in [] if self.tasks is None else self.tasks.running():
+            if task.message_id == message_id and self.tasks is not None:
+                self.tasks.request_abort(task.id)
+                aborted.append(task.id)
+        return aborted
 
     def halted(self, message_id: str) -> str | None:
         """Why the turn of ``message_id`` is to stop, if it is."""

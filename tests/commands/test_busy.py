@@ -12,7 +12,16 @@ import threading
 import pytest
 
 from smarthole.testing import hold, text, tool_use
-from tests.helpers import TEST_PLUGINS, drop, finals, in_process, wait_for, write_config
+from tests.helpers import (
+    TEST_PLUGINS,
+    drop,
+    finals,
+    in_process,
+    read_outbox,
+    tool_runs,
+    wait_for,
+    write_config,
+)
 
 from .bursts import (
     command_replies,
@@ -139,3 +148,25 @@ def test_show_lists_the_messages_a_turn_answered_and_status_each_policy(
     assert "   answers messages: m01, m02, m03" in shown.stdout
     status = in_process(capsys, "status", "--home", str(home))
     assert "busy policy: collect (phone: steer)" in status.stdout
+
+
+def test_approve_in_the_channel_of_the_waiting_call_is_not_stuck_behind_it(
+    fake, home, env, threads
+):
+    write_config(
+        home,
+        plugins={"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
+        approvals={"tools": ["record"]},
+    )
+    fake.add(tool_use("record", {"value": "once"}))
+    fake.add(text("Recorded."))
+    daemon = threads(home, env)
+    drop(home, "record once", "m1")
+    asked = wait_for(lambda: [f for f in read_outbox(home) if f["kind"] == "approval"], 20)
+    drop(home, f"/approve {asked[0]['approval']}", "c1")
+    wait_for(lambda: statuses(home).get("m1") == "done", 30, "the approved turn's reply")
+    daemon.stop()
+    (approved,) = command_replies(home)
+    assert approved["ok"] is True and approved.text.startswith("Approved")
+    assert tool_runs(home) == ["record once"]
+    assert [f.text for f in finals(home)] == ["Recorded."]
