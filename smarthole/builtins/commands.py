@@ -8,7 +8,10 @@ store happens once, or (when it raises) not at all. ``context.parts`` is the com
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import hookimpl
@@ -250,6 +253,8 @@ def retry(context: CommandContext) -> CommandReply:
             return CommandReply(f"Message {entry.id} is due now.")
         ledger.set_status(entry.id, MessageStatus.REDRIVE)
         ledger.admit(entry.message, channel=entry.channel, claimed_path=None)
+        if entry.failed_path is not None:  # queued again from the ledger: not failed any more
+            parts.store.after_commit(partial(_forget_failed, entry.failed_path))
         return CommandReply(f"Message {entry.id} is queued again.", follow=entry.id)
     current = context.current()
     turn = None if current is None else parts.store.turn(current.id, current.turns)
@@ -268,6 +273,13 @@ def retry(context: CommandContext) -> CommandReply:
     )
     ledger.admit(again, channel=context.channel, claimed_path=None)
     return CommandReply(f"Asking again: {visible(asked.message.text)[:200]}", follow=again.id)
+
+
+def _forget_failed(path: Path) -> None:
+    """A dead message's file in failed/ (and its reason beside it), once it is queued again."""
+    for stale in (path, path.with_name(path.name + ".error.txt")):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
 
 
 # -- approvals -------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from smarthole.testing import text
+from smarthole.testing import error, text
 from tests.helpers import db, drop, read_outbox, run_once
 
 
@@ -129,3 +129,29 @@ def test_a_bad_argument_is_an_error_reply_that_changes_nothing(fake, home, env):
     reply = reply_to(home, "r1")
     assert reply["ok"] is False and "no conversation 7" in reply.text.lower()
     assert events_of(home, "command_run") == [{"command": "resume", "ok": False}]
+
+
+def test_retry_queues_the_channels_dead_message_again(fake, home, env):
+    fake.add(error(400, "invalid_request_error", "nope"))
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    assert list((home / "failed").iterdir())
+    fake.add(text("hello to you"))
+    drop(home, "/retry", "r1")
+    run_once(home, env)
+    retried = reply_to(home, "r1")
+    assert (retried["ok"], retried["next"]) == (True, "m1")
+    responses = [f for f in read_outbox(home) if f["kind"] == "response"]
+    assert [f.text for f in responses] == ["hello to you"]
+    assert list((home / "failed").iterdir()) == []
+
+
+def test_retry_asks_an_answered_turn_again(fake, home, env):
+    fake.add(text("first try"))
+    drop(home, "pick a colour", "m1")
+    run_once(home, env)
+    fake.add(text("second try"))
+    drop(home, "/retry", "r1")
+    run_once(home, env)
+    assert fake.requests[-1].last_user_text == "pick a colour"
+    assert [f.text for f in read_outbox(home) if f["kind"] == "response"][-1] == "second try"
