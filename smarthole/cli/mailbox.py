@@ -170,12 +170,15 @@ class Mailbox:
         if after is None:
             after = self._events.latest_id()
         deadline = time.monotonic() + timeout
+        answering = [message_id]  # and the message whose turn took this one (busy policy)
         while True:
             for event in self._events.since(after):
                 after = event.id or after
-                if event.message_id != message_id:
+                if event.message_id not in answering:
                     continue
-                if event.type == "tool_called":
+                if event.type in ("message_collected", "message_steered"):
+                    answering.append(str(event.data.get("answered_by")))
+                elif event.type == "tool_called":
                     yield ToolCalled(str(event.data.get("tool", "")))
                 elif event.type == "turn_deferred":
                     due = event.data.get("next_attempt_at")
@@ -184,7 +187,7 @@ class Mailbox:
                         str(event.data.get("error", "")),
                         parse_time(due) if due else None,
                     )
-            for item in self._outbox.items_for(message_id):
+            for item in (i for source in answering for i in self._outbox.items_for(source)):
                 if item.id in seen:
                     continue
                 seen.add(item.id)

@@ -168,10 +168,12 @@ class Arrivals:
         number: int,
         *,
         how: str,
+        answered_by: str,
         db: sqlite3.Connection,
     ) -> list[LedgerEntry]:
-        """Join ``entries`` to a turn in ``db``'s transaction, each with its event (``how``:
-        ``message_collected`` or ``message_steered``); returns those that were still queued."""
+        """Join ``entries`` to the turn of message ``answered_by`` in ``db``'s transaction, each
+        with its event (``how``: ``message_collected`` or ``message_steered``, naming that
+        message, whose final reply answers them); returns those that were still queued."""
         joined = []
         for entry in entries:
             if not self.ledger.join(entry.id, conversation.id, number, db=db):
@@ -184,6 +186,7 @@ class Arrivals:
                 turn=number,
                 message_id=entry.id,
                 db=db,
+                answered_by=answered_by,
             )
         return joined
 
@@ -196,7 +199,14 @@ class Arrivals:
         if not waiting:
             return False
         with run.store.transaction() as db:
-            joined = self.join(waiting, run.conversation, run.number, how="message_steered", db=db)
+            joined = self.join(
+                waiting,
+                run.conversation,
+                run.number,
+                how="message_steered",
+                answered_by=run.entry.id,
+                db=db,
+            )
             if joined:
                 run.recorder.tables.append(Step("user", steered_content(joined)), db)
         logger.info("%d message(s) steered into the turn of %s", len(joined), run.entry.id)

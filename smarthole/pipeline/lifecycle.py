@@ -142,7 +142,12 @@ class Lifecycle:
             collecting = [] if self.arrivals is None else self.arrivals.collecting(entry)
             if collecting:
                 joined = self.arrivals.join(  # type: ignore[union-attr]
-                    collecting, conversation, number, how="message_collected", db=db
+                    collecting,
+                    conversation,
+                    number,
+                    how="message_collected",
+                    answered_by=entry.id,
+                    db=db,
                 )
                 content = collected_content([entry, *joined]) if joined else content
             stored = self.store.append_message(conversation.id, number, "user", content, db=db)

@@ -170,3 +170,28 @@ def test_approve_in_the_channel_of_the_waiting_call_is_not_stuck_behind_it(
     assert approved["ok"] is True and approved.text.startswith("Approved")
     assert tool_runs(home) == ["record once"]
     assert [f.text for f in finals(home)] == ["Recorded."]
+
+
+def test_send_wait_follows_a_collected_message_to_the_shared_reply(
+    fake, home, env, threads, capsys, environ
+):
+    write_config(home, channels={"busy": "collect"})
+    gate = threading.Event()
+    fake.add(hold(gate, text("first")))
+    fake.add(text("both answered"))
+    daemon = threads(home, env)
+    drop(home, "one", "m1")
+    drop(home, "two", "m2", timestamp="2030-01-01T00:00:01Z")
+    fake.wait_for_requests(1)
+
+    def release() -> None:
+        wait_for(lambda: len(statuses(home)) == 3, 20, "the third message to be claimed")
+        gate.set()
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    sent = in_process(capsys, "send", "--wait", "three", "--home", str(home))
+    releaser.join()
+    daemon.stop()
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.strip() == "both answered"
