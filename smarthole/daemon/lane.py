@@ -59,7 +59,10 @@ class FastLane:
     def _take_commands(self, head: LedgerEntry) -> None:
         """The immediate commands queued behind ``head``, each to the lane once."""
         runtime = self.runtime
-        for entry in runtime.ledger.followers(head.channel, after=head.id, limit=LOOK_BEHIND):
+        waiting = runtime.ledger.followers(
+            head.channel, after=head.id, limit=LOOK_BEHIND, slashed=True
+        )
+        for entry in waiting:
             invocation = runtime.message_commands.parse(entry.message.text)
             if invocation is None or not invocation.command.immediate:
                 continue

@@ -234,11 +234,16 @@ class Ledger:
             with self.store.transaction() as connection:
                 connection.execute(sql, params)
 
-    def followers(self, channel: str, *, after: str, limit: int) -> list[LedgerEntry]:
-        """The queued messages of ``channel`` behind message ``after``, in order."""
+    def followers(
+        self, channel: str, *, after: str, limit: int, slashed: bool = False
+    ) -> list[LedgerEntry]:
+        """The queued messages of ``channel`` behind message ``after``, in order; ``slashed``:
+        only those whose text starts with a slash (a command's candidates, found in SQL)."""
+        trimmed = "ltrim(json_extract(payload, '$.text'), ' ' || char(9, 10, 13))"
+        slash = f" AND {trimmed} LIKE '/%'" if slashed else ""
         rows = self.store.query(
-            f"SELECT * FROM inbox WHERE channel = ? AND status = {MessageStatus.QUEUED.sql} "
-            "AND message_id != ? ORDER BY sort_at, rowid LIMIT ?",
+            f"SELECT * FROM inbox WHERE status = {MessageStatus.QUEUED.sql} AND channel = ? "
+            f"AND message_id != ?{slash} ORDER BY sort_at, rowid LIMIT ?",
             (channel, after, limit),
         )
         return [LedgerEntry.from_row(r) for r in rows]
@@ -287,23 +292,14 @@ class Ledger:
         *,
         db: sqlite3.Connection,
         last_error: str | None = None,
-    ) -> list[str]:
-        """The messages joined to a turn end with it (done, or dead); returns their ids."""
-        ids = [
-            row[0]
-            for row in db.execute(
-                "SELECT message_id FROM inbox WHERE conversation_id = ? AND turn = ? "
-                f"AND status = {MessageStatus.JOINED.sql}",
-                (conversation_id, turn),
-            )
-        ]
+    ) -> None:
+        """The messages joined to a turn end with it (done, or dead)."""
         db.execute(
             "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, "
             "claimed_path = CASE WHEN ? = 'done' THEN NULL ELSE claimed_path END "
             f"WHERE conversation_id = ? AND turn = ? AND status = {MessageStatus.JOINED.sql}",
             (status, last_error, self.store.now(), status, conversation_id, turn),
         )
-        return ids
 
     def record_failure(self, message_id: str, error: str) -> int:
         """Count a failed attempt; returns the number of attempts so far."""
