@@ -179,7 +179,7 @@ def test_send_wait_follows_a_collected_message_to_the_shared_reply(
     gate = threading.Event()
     fake.add(hold(gate, text("first")))
     fake.add(text("both answered"))
-    daemon = threads(home, env)
+    daemon = threads(home, env, ready=False).wait_ready(60)
     drop(home, "one", "m1")
     drop(home, "two", "m2", timestamp="2030-01-01T00:00:01Z")
     fake.wait_for_requests(1)
