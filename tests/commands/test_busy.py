@@ -15,9 +15,12 @@ from smarthole.testing import hold, text, tool_use
 from tests.helpers import (
     TEST_PLUGINS,
     drop,
+    drop_folder,
     finals,
+    image_bytes,
     in_process,
     read_outbox,
+    run_once,
     tool_runs,
     wait_for,
     write_config,
@@ -195,3 +198,27 @@ def test_send_wait_follows_a_collected_message_to_the_shared_reply(
     daemon.stop()
     assert sent.returncode == 0, sent.stderr
     assert sent.stdout.strip() == "both answered"
+
+
+def test_collect_keeps_each_messages_attachments_in_arrival_order(fake, home, env):
+    write_config(home, channels={"busy": "collect"})
+    fake.default = text("a red square, twice")
+    drop(home, "first look", "m1", timestamp="2030-01-01T00:00:01Z")
+    drop_folder(
+        home,
+        "m2",
+        {
+            "message.md": b'+++\nid = "m2"\ntimestamp = 2030-01-01T00:00:02Z\n+++\nand this one',
+            "red.png": image_bytes(),
+        },
+    )
+    run_once(home, env)
+    (request,) = fake.requests
+    (user,) = [m for m in request.messages if m["role"] == "user"]
+    kinds = [block["type"] for block in user["content"]]
+    assert kinds.count("image") == 1
+    said = request.last_user_text
+    assert said.index("first look") < said.index("and this one")
+    assert kinds.index("image") > next(
+        i for i, b in enumerate(user["content"]) if "first look" in b.get("text", "")
+    )
