@@ -46,7 +46,7 @@ def burst(fake, home, env, threads, *, policy: str, size: int, first):
     fake.add(hold(gate, first))
     fake.default = text("ok")
     wanted = texts(size)
-    daemon = threads(home, env)
+    daemon = threads(home, env, ready=False).wait_ready(60)  # a loaded machine starts slowly
     drop(home, wanted["m00"], "m00")
     fake.wait_for_requests(1)
     for number, (message_id, said) in enumerate(list(wanted.items())[1:], start=1):
@@ -124,7 +124,7 @@ def test_stop_runs_at_once_and_stops_the_turn_at_its_next_safe_point(fake, home,
     gate = threading.Event()
     fake.add(hold(gate, tool_use("snapshot", {"label": "a cat"})))
     fake.default = text("should not be asked")
-    daemon = threads(home, env)
+    daemon = threads(home, env, ready=False).wait_ready(60)  # a loaded machine starts slowly
     drop(home, "take a picture", "m1")
     fake.wait_for_requests(1)
     drop(home, "/status", "s1")
@@ -163,7 +163,7 @@ def test_approve_in_the_channel_of_the_waiting_call_is_not_stuck_behind_it(
     )
     fake.add(tool_use("record", {"value": "once"}))
     fake.add(text("Recorded."))
-    daemon = threads(home, env)
+    daemon = threads(home, env, ready=False).wait_ready(60)  # a loaded machine starts slowly
     drop(home, "record once", "m1")
     asked = wait_for(lambda: [f for f in read_outbox(home) if f["kind"] == "approval"], 20)
     drop(home, f"/approve {asked[0]['approval']}", "c1")

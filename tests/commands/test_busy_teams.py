@@ -14,7 +14,7 @@ from .bursts import statuses
 
 def team_daemon(home, env, threads, policy: str):
     write_config(home, agents=TEAM, channels={"busy": policy})
-    return threads(home, env)
+    return threads(home, env, ready=False).wait_ready(60)  # a loaded machine starts slowly
 
 
 def critic_asked(fake) -> bool:

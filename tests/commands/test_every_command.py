@@ -25,7 +25,7 @@ def test_through_the_desktop_bridge(home, fake, env, threads):
     desktop = FakeDesktop().start()
     try:
         enable_bridge(home, desktop)
-        threads(home, env)
+        threads(home, env, ready=False).wait_ready(60)  # a loaded machine starts slowly
         desktop.wait_registered()
         for typed, said in EVERY_COMMAND:
             message_id = desktop.route(typed)
