@@ -1,5 +1,5 @@
 """The built-in message commands: ``/help``, ``/new``, ``/list``, ``/resume``, ``/title``,
-``/status``, ``/usage``, ``/stop``, ``/retry``, ``/approve`` and ``/deny``.
+``/status``, ``/usage``, ``/stop``, ``/retry``, ``/fork``, ``/approve`` and ``/deny``.
 
 Registered through ``register_message_commands`` like a plugin's. Each handler runs inside the
 commit that records its command as taken (``pipeline.commands.runner``): what it changes in the
@@ -44,6 +44,7 @@ def register_message_commands(register: Any) -> None:
     register("usage", usage, "tokens of this conversation and of today", immediate=True)
     register("stop", stop, "stop this channel's running turn or task", immediate=True)
     register("retry", retry, "the last turn again")
+    register("fork", fork, "a new conversation from this one's turns 1..N", usage="[N]")
     register(
         "approve",
         approve,
@@ -188,33 +189,73 @@ def status(context: CommandContext) -> str:
 
 
 def usage(context: CommandContext) -> str:
-    """Tokens now; each line is built by ``_usage_line`` so dollars can join it later."""
-    usage_log = context.parts.usage
+    """Tokens, and dollars where the model's price is known (``[prices]``, docs/budget.md)."""
+    from ..db.spendreports import Period
+
+    usage_log, reports = context.parts.usage, context.parts.spend_reports
     lines = []
     current = context.current()
     if current is not None:
-        total = None
-        for group in usage_log.for_conversation(current.id):
-            total = group.totals if total is None else total + group.totals
-        if total is not None:
-            lines.append(_usage_line("This conversation", total))
+        costs = list(reports.conversation_costs(current.id).values())
+        if costs:
+            tokens = sum((c.tokens for c in costs[1:]), costs[0].tokens)
+            cost = sum(c.cost for c in costs), sum(c.unpriced for c in costs)
+            lines.append(_usage_line("This conversation", tokens, cost))
         else:
             lines.append("This conversation: no model calls yet.")
     now = context.app.now()
+    for label, period in (("Today (UTC)", Period.day(now)), ("This month", Period.month(now))):
+        totals = reports.totals(period)
+        lines.append(_usage_line(label, totals.tokens, (totals.cost, totals.unpriced)))
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    lines.append(_usage_line("Today (UTC)", usage_log.since(midnight)))
     lines.append(_usage_line("Last 7 days", usage_log.since(midnight - timedelta(days=6))))
     return "\n".join(lines)
 
 
-def _usage_line(label: str, totals: Any) -> str:
-    """One line of /usage: requests and tokens (a price, where known, goes at its end)."""
-    return (
+def _usage_line(label: str, totals: Any, cost: tuple[int, int] | None = None) -> str:
+    """One line of /usage: requests and tokens, and ``cost`` (micro-dollars, and how many
+    responses had no known price) where it was counted."""
+    from ..config.prices import dollars
+
+    line = (
         f"{label}: {totals.requests} request(s), {totals.input_tokens:,} input tokens "
         f"(+{totals.cache_read_input_tokens:,} from the cache, "
         f"+{totals.cache_creation_input_tokens:,} written to it), "
         f"{totals.output_tokens:,} output tokens"
     )
+    if cost is None:
+        return line
+    spent, unpriced = cost
+    return line + f", {dollars(spent)}" + (f" (+{unpriced} unpriced)" if unpriced else "")
+
+
+def fork(context: CommandContext) -> CommandReply:
+    """``/fork [N]``: the current conversation's turns 1..N (default: all) in a new one, which
+    becomes this channel's current (``pipeline.forking``, as ``smarthole fork`` does)."""
+    from ..pipeline.forking import fork as fork_conversation
+    from ..pipeline.forking import read_only_tools
+
+    current = context.current()
+    if current is None:
+        return _refuse("No current conversation to fork.")
+    wanted = context.args.strip()
+    if wanted and not (wanted.isdigit() and len(wanted) <= 6):
+        return _refuse(f"/fork takes a turn number, not {visible(wanted)[:40]!r}.")
+    parts = context.parts
+    try:
+        forked = fork_conversation(
+            parts.store,
+            parts.conversations,
+            parts.events,
+            current.id,
+            turn=int(wanted) if wanted else None,
+            read_only=read_only_tools(parts.app.tools),
+        )
+    except SmartholeError as exc:
+        return _refuse(str(exc))
+    upto = f"turn {wanted}" if wanted else "its last turn"
+    text = f"Forked {_name(current)} after {upto}: {_name(forked)} is current now."
+    return CommandReply(text, conversation=forked.id)
 
 
 def stop(context: CommandContext) -> CommandReply:

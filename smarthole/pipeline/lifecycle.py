@@ -352,13 +352,9 @@ class Lifecycle:
             self._set_turn(attempt, TurnStatus.FAILED, db, error=str(error))
             fail_tasks(self.store, self.events, self.tasks, entry.id, str(error), db=db)
             self.ledger.set_status(entry.id, MessageStatus.DEAD, last_error=str(error), db=db)
-            self.ledger.end_joined(
-                attempt.conversation.id,
-                attempt.number,
-                MessageStatus.DEAD,
-                last_error=f"answered by the error reply of {entry.id}: {error}",
-                db=db,
-            )
+            where = (attempt.conversation.id, attempt.number)  # its joined messages die with it
+            reason = f"answered by the error reply of {entry.id}: {error}"
+            self.ledger.end_joined(*where, MessageStatus.DEAD, last_error=reason, db=db)
             self._event("turn_failed", attempt, db, attempts=attempts, error=str(error))
             self.store.after_commit(lambda: self.inbox.move_aside(entry, note))
         logger.error("message %s is dead after %d attempt(s): %s", entry.id, attempts, error)

@@ -155,3 +155,41 @@ def test_retry_asks_an_answered_turn_again(fake, home, env):
     run_once(home, env)
     assert fake.requests[-1].last_user_text == "pick a colour"
     assert [f.text for f in read_outbox(home) if f["kind"] == "response"][-1] == "second try"
+
+
+def test_usage_shows_dollars_where_the_price_is_known(fake, home, env):
+    fake.add(text("hi", usage={"input_tokens": 1_000_000, "output_tokens": 0}))
+    drop(home, "hello", "m1")
+    run_once(home, env)
+    drop(home, "/usage", "u1")
+    run_once(home, env)
+    usage = reply_to(home, "u1").text
+    # the fake answers as the configured model, whose built-in price is $3 a million input
+    # tokens (config/prices.py); cache reads and writes the fake adds cost what they cost
+    assert "This conversation: 1 request(s)" in usage and "$" in usage
+    assert "This month: 1 request(s)" in usage
+
+
+def test_fork_makes_a_copy_of_turns_one_to_n_current(fake, home, env):
+    fake.add(text("about cats"))
+    drop(home, "cats", "m1")
+    run_once(home, env)
+    fake.add(text("about dogs"))
+    drop(home, "dogs", "m2")
+    run_once(home, env)
+    drop(home, "/fork 1", "f1")
+    run_once(home, env)
+    reply = reply_to(home, "f1")
+    assert reply["kind"] == "command" and reply["command"] == "fork" and reply["ok"] is True
+    assert "is current now" in reply.text
+    fake.add(text("more cats"))
+    drop(home, "tell me more", "m3")
+    run_once(home, env)
+    sent = json.dumps(fake.requests[-1].messages)
+    assert "cats" in sent and "dogs" not in sent  # the fork holds turn 1 only
+    forks = db(home).execute("SELECT count(*) FROM conversations").fetchone()[0]
+    assert forks == 2
+    drop(home, "/fork 9", "f2")
+    run_once(home, env)
+    refused = reply_to(home, "f2")
+    assert refused["ok"] is False and "there is no turn 9" in refused.text
