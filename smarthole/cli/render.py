@@ -293,10 +293,12 @@ HINTS = (
 
 def server_lines(views: list[dict[str, Any]], *, tools: bool) -> list[str]:
     """Each server, its transport and state, and (with ``tools``) its tools."""
+    from ..mcpservers import ServerState
+
     lines = []
     for view in views:
         state = view["state"] + (f": {one_line(view['reason'])}" if view.get("reason") else "")
-        if view.get("retry_at") and view["state"] == "failed":
+        if view.get("retry_at") and view["state"] == ServerState.FAILED:
             state += f" (next try {view['retry_at']})"
         mark = loaded_mark(view, "in config.toml", "started")
         lines.append(f"{view['name']}  {view['transport']}: {one_line(view['target'])}{mark}")

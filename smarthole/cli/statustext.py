@@ -101,10 +101,12 @@ def status_text(report: dict[str, Any]) -> str:
 
 def _desktop_line(bridge: dict[str, Any]) -> str:
     """``desktop bridge: connected to ws://... as smarthole · 2 notifications waiting``."""
+    from ..builtins.desktop.records import BridgeState
+
     line = f"desktop bridge: {bridge['state']}"
-    if bridge["state"] != "disabled":
+    if bridge["state"] != BridgeState.DISABLED:
         line += f" ({one_line(bridge['url'])} as {one_line(bridge['name'])})"
-    if bridge["last_error"] and bridge["state"] != "connected":
+    if bridge["last_error"] and bridge["state"] != BridgeState.CONNECTED:
         line += f" · last error: {short(bridge['last_error'], 80)}"
     waiting = bridge["notifications_waiting"]
     if waiting:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agent.standin import REFUSED
+from ..db.states import TurnStatus
 from ..db.usage import UsageTotals
 from .replaying import ReplayPlan, message_id, unfinished
 
@@ -126,7 +127,7 @@ def replay_report(store: Store, ledger: Ledger, usage: UsageLog, fork: Fork) -> 
         else:
             stored = store.messages(conversation.id, turn=replayed.number)
             side = Side(
-                _reply(stored) if str(replayed.status) == "completed" else None,
+                _reply(stored) if replayed.status == TurnStatus.COMPLETED else None,
                 str(replayed.status),
                 replay_usage.get(replayed.number, UsageTotals()),
                 tools=[(name, _how(call, live)) for name, call in _calls(stored)],
