@@ -142,6 +142,7 @@ STRICT_HOOKS = frozenset(
         "register_settings",
         "register_commands",
         "register_message_commands",
+        "register_channels",
         "startup",
     }
 )
@@ -223,6 +224,20 @@ def register_message_commands(register: Callable[..., Any], app: PluginApp) -> N
 
     :param register: ``register(name, handler, help, usage="", immediate=False)``;
         ``immediate=True`` runs the command at once even while a turn of its channel runs.
+    :param app: the running application.
+    """
+
+
+@hookspec
+def register_channels(register: Callable[[Any], None], app: PluginApp) -> None:
+    """Offer channels: other ways in and out of smarthole (a chat, a mail account...).
+
+    Called once as the daemon starts, after ``startup``'s plugins are up. ``register(channel)``
+    takes a :class:`smarthole.channels.Channel`; smarthole starts it, hands it the replies to
+    the messages it brought in, shows its status and stops it with the daemon. Register
+    nothing when the channel is not configured. See ``docs/channels.md``.
+
+    :param register: ``register(channel)``; a second channel of the same name is an error.
     :param app: the running application.
     """
 

@@ -42,6 +42,7 @@ TRACE_ENV = "SMARTHOLE_TRACE_PLUGINS"
 
 BUILTIN_PLUGINS: dict[str, str] = {
     "commands": "smarthole.builtins.commands",
+    "channels": "smarthole.builtins.channels",
     "conversation": "smarthole.builtins.conversation",
     "desktop": "smarthole.builtins.desktop.plugin",
     "teams": "smarthole.builtins.teams",

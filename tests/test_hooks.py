@@ -261,6 +261,39 @@ def test_hook_register_message_commands(home, fake, env):
         assert connection.execute("SELECT COUNT(*) FROM conversations").fetchone() == (0,)
 
 
+def test_hook_register_channels(home, fake, env):
+    from smarthole.channels import Channel, Incoming
+
+    sent: list[tuple[str, str]] = []
+
+    class Echo(Channel):
+        name = "echo"
+
+        def start(self, host):
+            super().start(host)
+            host.take(Incoming(external_id="e1", text="hello from echo"))
+            host.take(Incoming(external_id="e1", text="hello from echo"))  # taken once
+
+        def wake(self):
+            for delivery in self.host.due():
+                sent.append((delivery.kind, delivery.text))
+                self.host.sent(delivery)
+
+        def stop(self):
+            pass
+
+    class EchoPlugin:
+        @hookimpl
+        def register_channels(self, register, app):
+            assert app.home.root == home
+            register(Echo())
+
+    fake.add(text("Hi, echo."))
+    run_with(home, env, EchoPlugin())
+    assert sent == [("response", "Hi, echo.")]
+    assert len(fake.requests) == 1
+
+
 @dataclass(frozen=True)
 class GreeterSettings:
     greeting: str = "hello"

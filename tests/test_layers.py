@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("mcpservers",),
     ("agent",),
     ("teams",),
-    ("pipeline", "conversations"),
+    ("pipeline", "conversations", "channels"),
     ("daemon",),
     ("cli", "__main__", "testing", "builtins", "web"),
 ]

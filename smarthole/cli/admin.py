@@ -77,6 +77,7 @@ def status_report(root: Runtime) -> dict[str, Any]:
     report["config_error"] = config_error(home)
     report["warnings"] = home_warnings(home)
     report["desktop"] = desktop_bridge(home, store, running=pid is not None)
+    report["channels"] = channels(store, running=pid is not None)
     report["mcp"] = mcp_servers(store, running=pid is not None)
     report["web"] = web_view(home)
     report["usage"] = usage_today(root)
@@ -162,6 +163,13 @@ def desktop_bridge(home: Home, store: Store, *, running: bool) -> dict[str, Any]
         report = bridge_report(store, enabled=False, running=running, **_where(DesktopSettings()))
         return {**report, "state": "error", "last_error": str(exc)}
     return bridge_report(store, enabled=settings.enabled, running=running, **_where(settings))
+
+
+def channels(store: Store, *, running: bool) -> list[dict[str, Any]]:
+    """Each channel a daemon started (``smarthole.channels``): state, errors, waiting."""
+    from ..channels.report import channel_reports
+
+    return channel_reports(store, running=running)
 
 
 def _where(settings: Any) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats import parse_time, utc_now
+from .channellines import channel_lines
 from .health import (
     config_warning,
     deleted_files_warning,
@@ -77,8 +78,7 @@ def status_text(report: dict[str, Any]) -> str:
         lines.append(f"MCP servers: {len(report['mcp'])}")
         lines += ["  " + line for line in server_lines(report["mcp"], tools=False)]
     lines += [f"warning: {warning}" for warning in report["warnings"]]
-    if "desktop" in report:
-        lines.append(_desktop_line(report["desktop"]))
+    lines += channel_lines(report)
     if report.get("web", {}).get("enabled"):
         lines.append(
             f"web view: {report['web']['url']} (smarthole run serves it; the link with"
@@ -97,21 +97,6 @@ def status_text(report: dict[str, Any]) -> str:
 
         lines += budget_lines(report["budget"])
     return "\n".join(lines)
-
-
-def _desktop_line(bridge: dict[str, Any]) -> str:
-    """``desktop bridge: connected to ws://... as smarthole · 2 notifications waiting``."""
-    from ..builtins.desktop.records import BridgeState
-
-    line = f"desktop bridge: {bridge['state']}"
-    if bridge["state"] != BridgeState.DISABLED:
-        line += f" ({one_line(bridge['url'])} as {one_line(bridge['name'])})"
-    if bridge["last_error"] and bridge["state"] != BridgeState.CONNECTED:
-        line += f" · last error: {short(bridge['last_error'], 80)}"
-    waiting = bridge["notifications_waiting"]
-    if waiting:
-        line += f" · {waiting} notification{'s' if waiting != 1 else ''} waiting"
-    return line
 
 
 def _status_item(key: str, item: dict[str, Any]) -> str:

@@ -17,20 +17,24 @@ import dataclasses
 import hashlib
 import threading
 from collections.abc import Mapping
-from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from ...channels.records import (
+    DELIVERY,
+    KEEP_MESSAGES,
+    KEEP_SENT,
+    MESSAGE,
+    STATUS_KEY,
+    ChannelRecords,
+)
 from ...formats import parse_time
 from .protocol import Notification
 
 if TYPE_CHECKING:
-    from ...db.plugindata import PluginData
     from ...db.store import Store
 
 PLUGIN = "desktop"
-STATUS_KEY = "status"
-MESSAGE = "message:"
 REPLY = "reply:"
 
 
@@ -57,35 +61,32 @@ class MessageRecord(StrEnum):
     TAKEN = "taken"
 
 
-# How long records are kept once they can no longer matter: a sent notification is never
-# sent again, and a message older than this will not be answered any more.
-KEEP_SENT = timedelta(days=7)
-KEEP_MESSAGES = timedelta(days=30)
+__all__ = [
+    "KEEP_MESSAGES",
+    "KEEP_SENT",
+    "MESSAGE",
+    "STATUS_KEY",
+    "BridgeRecords",
+    "BridgeState",
+    "MessageRecord",
+    "ReplyState",
+]
 
 
-class BridgeRecords:
-    """The bridge's durable records in one home's store."""
+class BridgeRecords(ChannelRecords):
+    """The bridge's durable records in one home's store: a channel's, plus its notifications.
+
+    The desktop's message id is the inbox message's id (its external id is its own), so its
+    messages are recorded by id alone, with the digest of their text.
+    """
+
+    DELIVERY_PREFIXES = (DELIVERY, REPLY)
 
     def __init__(self, store: Store) -> None:
-        self.store = store
-        self.data: PluginData = store.plugin_data(PLUGIN)
+        super().__init__(store, PLUGIN)
         self._replies = threading.Lock()  # check-then-set of a reply record is one step
 
-    # -- status ------------------------------------------------------------------------------
-
-    def status(self) -> dict[str, Any]:
-        value = self.data.get(STATUS_KEY)
-        return value if isinstance(value, dict) else {}
-
-    def set_status(self, state: BridgeState, **fields: Any) -> None:
-        status = {**self.status(), **fields, "state": state, "since": self.store.now()}
-        self.data.set(STATUS_KEY, status)
-
     # -- messages from the desktop ------------------------------------------------------------
-
-    def message(self, message_id: str) -> dict[str, Any] | None:
-        value = self.data.get(MESSAGE + message_id)
-        return value if isinstance(value, dict) else None
 
     def taking(self, digests: Mapping[str, str | None]) -> None:
         """Before the inbox files are written: a crash after it still routes the replies back.
@@ -115,8 +116,7 @@ class BridgeRecords:
         with self._replies:
             if self.data.get(key) is not None:
                 return False  # ``deliver`` is at least once: a restart may repeat it
-            fields = {**_notification_fields(notification), "state": ReplyState.WAITING}
-            self.data.set(key, fields)
+            self.data.set(key, {**_notification_fields(notification), "state": ReplyState.WAITING})
         return True
 
     def waiting(self) -> list[Notification]:
@@ -134,29 +134,15 @@ class BridgeRecords:
                     continue  # a record this version cannot read is never sent
         return sorted(found, key=lambda n: parse_time(n.created_at))
 
+    def owed_count(self) -> int:
+        return len(self.waiting())
+
     def mark(self, notification: Notification, state: ReplyState) -> None:
         """``sent`` before the frame goes out (at most once), ``waiting`` if it did not."""
         fields = {**_notification_fields(notification), "state": state}
         if state == ReplyState.SENT:
             fields["sent_at"] = self.store.now()
         self.data.set(REPLY + notification.outbox_id, fields)
-
-    def prune(self, now: datetime) -> int:
-        """Forget sent notifications and old messages that can no longer matter."""
-        removed = 0
-        for key, value in self.data.items():
-            if not isinstance(value, dict):
-                continue
-            if key.startswith(REPLY) and value.get("state") == ReplyState.SENT:
-                expired = _older(value.get("sent_at"), now - KEEP_SENT)
-            elif key.startswith(MESSAGE):
-                expired = _older(value.get("received_at"), now - KEEP_MESSAGES)
-            else:
-                continue
-            if expired:
-                self.data.delete(key)
-                removed += 1
-        return removed
 
 
 def text_digest(text: str) -> str:
@@ -182,27 +168,19 @@ def _notification(outbox_id: str, value: dict[str, Any]) -> Notification:
     )
 
 
-def _older(stamp: Any, cutoff: datetime) -> bool:
-    try:
-        return isinstance(stamp, str) and parse_time(stamp) < cutoff
-    except ValueError:
-        return True
-
-
 def bridge_report(
     store: Store, *, enabled: bool, running: bool, url: str, name: str
 ) -> dict[str, Any]:
     """The bridge's part of ``smarthole status``: state, URL, name, last error, waiting."""
     records = BridgeRecords(store)
     status = records.status()
-    state: BridgeState
     if not enabled:
         state, last_error = BridgeState.DISABLED, None
     elif not running:
         state, last_error = BridgeState.ERROR, "the daemon is not running"
     else:  # what the running daemon uses, which may differ from an edited config.toml
-        recorded = status.get("state")
-        state = BridgeState(recorded) if recorded in set(BridgeState) else BridgeState.CONNECTING
+        known = status.get("state") in set(BridgeState)
+        state = str(status.get("state")) if known else BridgeState.CONNECTING
         last_error = status.get("last_error")
         url, name = status.get("url", url), status.get("name", name)
     return {
