@@ -45,6 +45,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "channels": "smarthole.builtins.channels",
     "conversation": "smarthole.builtins.conversation",
     "desktop": "smarthole.builtins.desktop.plugin",
+    "email": "smarthole.builtins.email.plugin",
     "teams": "smarthole.builtins.teams",
     "workspace": "smarthole.builtins.workspace.plugin",
 }

@@ -58,6 +58,10 @@ class ChannelRecords:
         status = {**self.status(), **fields, "state": state, "since": self.store.now()}
         self.data.set(STATUS_KEY, status)
 
+    def update_status(self, **fields: Any) -> None:
+        """Change fields of the status (counts, the last refusal), not its state."""
+        self.data.set(STATUS_KEY, {**self.status(), **fields})
+
     # -- messages brought in -----------------------------------------------------------------
 
     def message(self, message_id: str) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from ..formats import parse_duration
 from .attachments import AttachmentSettings
 from .channels import ChannelsSettings
 from .desktop import DesktopSettings
+from .email import EmailSettings
 from .fields import setting
 from .mcp import McpSettings
 from .memory import MemorySettings
@@ -211,6 +212,7 @@ SECTIONS: dict[str, type] = {
     "plugins": PluginSettings,
     "teams": TeamSettings,
     "desktop": DesktopSettings,
+    "email": EmailSettings,
     "web": WebViewSettings,
     "approvals": ApprovalSettings,
     "attachments": AttachmentSettings,
@@ -236,6 +238,7 @@ class Config:
     teams: TeamSettings = field(default_factory=TeamSettings)
     agents: dict[str, TeamAgentSettings] = field(default_factory=dict)
     desktop: DesktopSettings = field(default_factory=DesktopSettings)
+    email: EmailSettings = field(default_factory=EmailSettings)
     web: WebViewSettings = field(default_factory=WebViewSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)

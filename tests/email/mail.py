@@ -1,0 +1,64 @@
+"""Mail as a person's client sends it, and what came back, for the email channel's tests."""
+
+from __future__ import annotations
+
+import smtplib
+import uuid
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+
+from .servers import Dovecot, MailServer
+
+AGENT = "agent@example.com"
+ME = "me@example.com"
+
+
+def mail(
+    text: str,
+    *,
+    subject: str = "Hello",
+    sender: str = ME,
+    in_reply_to: EmailMessage | None = None,
+    attachments: tuple[tuple[str, str, bytes], ...] = (),
+    headers: dict[str, str] | None = None,
+) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = f"Me <{sender}>"
+    message["To"] = AGENT
+    message["Subject"] = subject
+    message["Date"] = format_datetime(datetime.now(UTC))
+    message["Message-ID"] = make_msgid(idstring=uuid.uuid4().hex[:8], domain="client.test")
+    if in_reply_to is not None:
+        answered = in_reply_to["Message-ID"]
+        message["In-Reply-To"] = answered
+        message["References"] = f"{in_reply_to.get('References', '')} {answered}".strip()
+    for name, value in (headers or {}).items():
+        message[name] = value
+    message.set_content(text)
+    for name, kind, data in attachments:
+        main, _, sub = kind.partition("/")
+        message.add_attachment(data, maintype=main, subtype=sub, filename=name)
+    return message
+
+
+def send(smtp: MailServer, message: EmailMessage, *, envelope: str | None = None) -> str:
+    """Submit ``message`` to the agent through the SMTP server (the MX), as a client would."""
+    with smtplib.SMTP("127.0.0.1", smtp.port, timeout=30) as client:
+        client.send_message(message, from_addr=envelope or ME, to_addrs=[AGENT])
+    return str(message["Message-ID"])
+
+
+def replies(dovecot: Dovecot, user: str = ME) -> list[EmailMessage]:
+    """The agent's replies in ``user``'s Maildir, in the order they were sent."""
+    return dovecot.mails(user)
+
+
+def distinct(found: list[EmailMessage]) -> set[str]:
+    return {str(m["Message-ID"]) for m in found}
+
+
+def plain(message: EmailMessage) -> str:
+    body = message.get_body(("plain",))
+    assert body is not None
+    return str(body.get_content())

@@ -1,0 +1,255 @@
+"""Real mail servers for the email channel's tests: Dovecot for IMAP, aiosmtpd for SMTP.
+
+Dovecot runs as an unprivileged instance of its own: its config, base_dir, state, log,
+passwd-file users and Maildirs in one temporary folder, listening on 127.0.0.1 only. Run as
+root (CI), the whole instance runs as ``nobody`` (Dovecot refuses to run its login processes
+as root). The SMTP server plays the receiving MX and the outgoing relay at once: it stamps an
+``Authentication-Results`` header as a real MX does (``spf=pass`` for the envelope domains it
+trusts, ``spf=fail`` otherwise) and delivers each recipient's copy into their Maildir.
+"""
+
+from __future__ import annotations
+
+import mailbox
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DOVECOT = Path("/usr/sbin/dovecot")
+REQUIRE_ENV = "SMARTHOLE_REQUIRE_DOVECOT"
+PASSWORD = "mail-secret"
+TRUSTED_DOMAINS = ("example.com", "family.example")
+CONFIG = """\
+base_dir = {root}/run
+state_dir = {root}/state
+log_path = {root}/dovecot.log
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+default_login_user = {user}
+default_internal_user = {user}
+default_internal_group = {group}
+first_valid_uid = 1
+mail_location = maildir:{root}/home/%n/Maildir
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u {root}/passwd
+}}
+userdb {{
+  driver = static
+  args = uid={uid} gid={gid} home={root}/home/%n
+}}
+service imap-login {{
+  inet_listener imap {{
+    address = 127.0.0.1
+    port = {port}
+  }}
+  inet_listener imaps {{
+    port = 0
+  }}
+  chroot =
+}}
+service anvil {{
+  chroot =
+}}
+"""
+
+
+def require_dovecot() -> None:
+    """Skip, saying why, when Dovecot is missing; in CI (``SMARTHOLE_REQUIRE_DOVECOT``) fail."""
+    if DOVECOT.exists():
+        return
+    why = f"Dovecot is not installed ({DOVECOT}; Debian: apt-get install dovecot-imapd)"
+    if os.environ.get(REQUIRE_ENV):
+        pytest.fail(f"{why}, and {REQUIRE_ENV} says the email tests must run")
+    pytest.skip(why)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Dovecot:
+    """An unprivileged Dovecot on 127.0.0.1 with passwd-file users and Maildirs."""
+
+    def __init__(self, users: Iterable[str]) -> None:
+        # Short (unix sockets live in base_dir) and reachable by the unprivileged user.
+        self.root = Path(tempfile.mkdtemp(prefix="shdv-", dir="/tmp"))
+        self.root.chmod(0o755)
+        self.port = free_port()
+        self.users = {user: user.partition("@")[0] for user in users}
+        as_root = os.geteuid() == 0
+        account = pwd.getpwnam("nobody") if as_root else pwd.getpwuid(os.geteuid())
+        self.uid, self.gid = (account.pw_uid, account.pw_gid) if as_root else (-1, -1)
+        group = _group_name(account.pw_gid)
+        for folder in ("run", "state", "home", *(f"home/{n}" for n in self.users.values())):
+            (self.root / folder).mkdir()
+        (self.root / "passwd").write_text(
+            "".join(f"{user}:{{PLAIN}}{PASSWORD}\n" for user in self.users)
+        )
+        (self.root / "dovecot.conf").write_text(
+            CONFIG.format(
+                root=self.root,
+                user=account.pw_name,
+                group=group,
+                uid=account.pw_uid,
+                gid=account.pw_gid,
+                port=self.port,
+            )
+        )
+        self._own()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def _own(self) -> None:
+        if self.uid >= 0:
+            for path in [self.root, *self.root.rglob("*")]:
+                os.chown(path, self.uid, self.gid, follow_symlinks=False)
+
+    def start(self) -> Dovecot:
+        preexec = None
+        if self.uid >= 0:
+            uid, gid = self.uid, self.gid
+
+            def preexec() -> None:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+
+        self.process = subprocess.Popen(
+            [str(DOVECOT), "-F", "-c", str(self.root / "dovecot.conf")],
+            preexec_fn=preexec,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        wait_until(self._answers, 20, f"Dovecot on port {self.port} ({self.log()})")
+        return self
+
+    def _answers(self) -> bool:
+        if self.process is not None and self.process.poll() is not None:
+            err = self.process.stderr.read().decode() if self.process.stderr else ""
+            raise AssertionError(f"Dovecot exited: {err} {self.log()}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                return conn.recv(100).startswith(b"* OK")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+        if self.process.stderr:
+            self.process.stderr.close()
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def log(self) -> str:
+        try:
+            return (self.root / "dovecot.log").read_text()[-2000:]
+        except OSError:
+            return ""
+
+    def maildir(self, user: str) -> mailbox.Maildir:
+        path = self.root / "home" / self.users[user] / "Maildir"
+        for folder in ("", "tmp", "new", "cur"):  # Dovecot makes some lazily
+            (path / folder).mkdir(mode=0o700, exist_ok=True)
+        box = mailbox.Maildir(path, factory=None, create=True)
+        self._own()
+        return box
+
+    def deliver(self, user: str, raw: bytes) -> None:
+        """What a local delivery agent does: the mail into the user's Maildir (``new/``)."""
+        self.maildir(user).add(raw)
+        self._own()
+
+    def mails(self, user: str) -> list[EmailMessage]:
+        """The user's mail in the order it was delivered."""
+        box = self.maildir(user)
+        keys = sorted(box.keys(), key=_delivered)
+        return [message_from_bytes(box.get_bytes(k), policy=policy.default) for k in keys]  # type: ignore[misc]
+
+
+def _delivered(key: str) -> tuple[int, int]:
+    """A Maildir name's time of delivery: ``<seconds>.M<microseconds>P<pid>...``."""
+    seconds, _, rest = key.partition(".")
+    micro = rest[1:].split("P")[0] if rest.startswith("M") else "0"
+    return int(seconds), int(micro) if micro.isdigit() else 0
+
+
+def _group_name(gid: int) -> str:
+    import grp
+
+    return grp.getgrgid(gid).gr_name
+
+
+class MailServer:
+    """aiosmtpd as the MX (stamping Authentication-Results) and the relay, into Dovecot."""
+
+    def __init__(self, dovecot: Dovecot) -> None:
+        from aiosmtpd.controller import Controller
+
+        self.dovecot = dovecot
+        self.received: list[tuple[str, list[str], bytes]] = []
+        self.refuse_with: str | None = None  # an SMTP answer to give instead of taking mail
+        self.port = free_port()
+        self.controller = Controller(
+            self, hostname="127.0.0.1", port=self.port, data_size_limit=200 * 1024 * 1024
+        )
+        self.controller.start()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.refuse_with is not None:
+            return self.refuse_with
+        content = envelope.original_content or envelope.content
+        sender = envelope.mail_from or ""
+        domain = sender.rpartition("@")[2].lower()
+        verdict = "pass" if domain in TRUSTED_DOMAINS else "fail"
+        stamp = f"Authentication-Results: mx.test; spf={verdict} smtp.mailfrom={sender}\r\n"
+        for recipient in envelope.rcpt_tos:
+            if recipient.lower() not in self.dovecot.users:
+                return f"550 no mailbox {recipient}"
+        for recipient in envelope.rcpt_tos:
+            self.dovecot.deliver(recipient.lower(), stamp.encode() + content)
+        self.received.append((sender, list(envelope.rcpt_tos), content))
+        return "250 OK delivered"
+
+    def stop(self) -> None:
+        self.controller.stop()
