@@ -37,8 +37,16 @@ def mail_env(env: dict[str, str]) -> dict[str, str]:
     return {**env, "SMARTHOLE_MAIL_PASSWORD": PASSWORD}
 
 
-def enable_email(home: Path, dovecot: Dovecot, smtp: MailServer, **settings: object) -> None:
-    sections: dict[str, dict[str, object]] = {
+def enable_email(
+    home: Path,
+    dovecot: Dovecot,
+    smtp: MailServer,
+    sections: dict[str, dict[str, object]] | None = None,
+    **settings: object,
+) -> None:
+    """A config.toml with [email] on these servers (and other ``sections``)."""
+    sections = {
+        **(sections or {}),
         "email": {
             "enabled": True,
             "address": AGENT,
@@ -51,6 +59,6 @@ def enable_email(home: Path, dovecot: Dovecot, smtp: MailServer, **settings: obj
             "allow": [ME, "*@family.example"],
             "check_seconds": 30.0,
             **settings,
-        }
+        },
     }
     write_config(home, **sections)

@@ -17,7 +17,7 @@ ME = "me@example.com"
 def mail(
     text: str,
     *,
-    subject: str = "Hello",
+    subject: str | None = None,  # "Hello"; a reply's: the subject of the mail it answers
     sender: str = ME,
     in_reply_to: EmailMessage | None = None,
     attachments: tuple[tuple[str, str, bytes], ...] = (),
@@ -26,6 +26,8 @@ def mail(
     message = EmailMessage()
     message["From"] = f"Me <{sender}>"
     message["To"] = AGENT
+    if subject is None:
+        subject = str(in_reply_to["Subject"]) if in_reply_to is not None else "Hello"
     message["Subject"] = subject
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(idstring=uuid.uuid4().hex[:8], domain="client.test")

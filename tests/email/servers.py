@@ -10,6 +10,7 @@ trusts, ``spf=fail`` otherwise) and delivers each recipient's copy into their Ma
 
 from __future__ import annotations
 
+import contextlib
 import mailbox
 import os
 import pwd
@@ -108,8 +109,11 @@ class Dovecot:
         account = pwd.getpwnam("nobody") if as_root else pwd.getpwuid(os.geteuid())
         self.uid, self.gid = (account.pw_uid, account.pw_gid) if as_root else (-1, -1)
         group = _group_name(account.pw_gid)
-        for folder in ("run", "state", "home", *(f"home/{n}" for n in self.users.values())):
+        for folder in ("run", "state", "home"):
             (self.root / folder).mkdir()
+        for name in self.users.values():  # made now and owned by the instance: never by root
+            for folder in ("tmp", "new", "cur"):
+                (self.root / "home" / name / "Maildir" / folder).mkdir(parents=True)
         (self.root / "passwd").write_text(
             "".join(f"{user}:{{PLAIN}}{PASSWORD}\n" for user in self.users)
         )
@@ -127,9 +131,13 @@ class Dovecot:
         self.process: subprocess.Popen[bytes] | None = None
 
     def _own(self) -> None:
-        if self.uid >= 0:
-            for path in [self.root, *self.root.rglob("*")]:
-                os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        """Run as root: what the test wrote becomes the instance's (Dovecot renames meanwhile)."""
+        if self.uid < 0:
+            return
+        for path in [self.root, *self.root.rglob("*")]:
+            with contextlib.suppress(FileNotFoundError):
+                if os.lstat(path).st_uid != self.uid:
+                    os.chown(path, self.uid, self.gid, follow_symlinks=False)
 
     def start(self) -> Dovecot:
         preexec = None
@@ -189,11 +197,7 @@ class Dovecot:
 
     def maildir(self, user: str) -> mailbox.Maildir:
         path = self.root / "home" / self.users[user] / "Maildir"
-        for folder in ("", "tmp", "new", "cur"):  # Dovecot makes some lazily
-            (path / folder).mkdir(mode=0o700, exist_ok=True)
-        box = mailbox.Maildir(path, factory=None, create=True)
-        self._own()
-        return box
+        return mailbox.Maildir(path, factory=None, create=False)
 
     def deliver(self, user: str, raw: bytes) -> None:
         """What a local delivery agent does: the mail into the user's Maildir (``new/``)."""

@@ -172,6 +172,8 @@ class EmailChannel(Channel):
                 "at": self.host.records.store.now(),
             },
         )
+        if delivery.conversation and delivery.origin.get("new_thread"):
+            _title(self.host.records.store, delivery.conversation, delivery.origin)
         try:
             smtp.send(message, self.settings.address, recipient)
         except SmtpFailure as exc:
@@ -179,8 +181,6 @@ class EmailChannel(Channel):
             return
         self.host.sent(delivery, message_id=message_id)
         logger.info("email: sent %s to %s as %s", delivery.outbox_id, recipient, message_id)
-        if delivery.conversation and delivery.origin.get("new_thread"):
-            _title(self.host.records.store, delivery.conversation, delivery.origin)
 
 
 def _title(store: Store, conversation: str, origin: dict[str, object]) -> None:
