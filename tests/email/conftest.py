@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anthropic  # noqa: F401 -- imported once here, not inside a daemon's 20 s to be ready
 import pytest
 
 from tests.helpers import write_config

@@ -5,7 +5,8 @@ passwd-file users and Maildirs in one temporary folder, listening on 127.0.0.1 o
 root (CI), the whole instance runs as ``nobody`` (Dovecot refuses to run its login processes
 as root). The SMTP server plays the receiving MX and the outgoing relay at once: it stamps an
 ``Authentication-Results`` header as a real MX does (``spf=pass`` for the envelope domains it
-trusts, ``spf=fail`` otherwise) and delivers each recipient's copy into their Maildir.
+trusts, ``spf=fail`` otherwise) and delivers each recipient's copy into their Maildir through
+Dovecot's delivery agent (``dovecot-lda``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import pytest
 
 DOVECOT = Path("/usr/sbin/dovecot")
+LDA = Path("/usr/lib/dovecot/dovecot-lda")
 REQUIRE_ENV = "SMARTHOLE_REQUIRE_DOVECOT"
 PASSWORD = "mail-secret"
 TRUSTED_DOMAINS = ("example.com", "family.example")
@@ -72,7 +74,7 @@ service anvil {{
 
 def require_dovecot() -> None:
     """Skip, saying why, when Dovecot is missing; in CI (``SMARTHOLE_REQUIRE_DOVECOT``) fail."""
-    if DOVECOT.exists():
+    if DOVECOT.exists() and LDA.exists():
         return
     why = f"Dovecot is not installed ({DOVECOT}; Debian: apt-get install dovecot-imapd)"
     if os.environ.get(REQUIRE_ENV):
@@ -199,10 +201,16 @@ class Dovecot:
         path = self.root / "home" / self.users[user] / "Maildir"
         return mailbox.Maildir(path, factory=None, create=False)
 
-    def deliver(self, user: str, raw: bytes) -> None:
-        """What a local delivery agent does: the mail into the user's Maildir (``new/``)."""
-        self.maildir(user).add(raw)
-        self._own()
+    def deliver(self, user: str, raw: bytes, sender: str = "mx@mx.test") -> None:
+        """The mail into the user's Maildir by Dovecot's own delivery agent, which also
+        updates the index and so wakes an IDLE session at once, as a real delivery does."""
+        done = subprocess.run(
+            [str(LDA), "-c", str(self.root / "dovecot.conf"), "-d", user, "-f", sender],
+            input=raw,
+            capture_output=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"dovecot-lda: {done.stderr.decode()} {self.log()}"
 
     def mails(self, user: str) -> list[EmailMessage]:
         """The user's mail in the order it was delivered."""
@@ -250,9 +258,9 @@ class MailServer:
         for recipient in envelope.rcpt_tos:
             if recipient.lower() not in self.dovecot.users:
                 return f"550 no mailbox {recipient}"
-        for recipient in envelope.rcpt_tos:
-            self.dovecot.deliver(recipient.lower(), stamp.encode() + content)
         self.received.append((sender, list(envelope.rcpt_tos), content))
+        for recipient in envelope.rcpt_tos:
+            self.dovecot.deliver(recipient.lower(), stamp.encode() + content, sender or "<>")
         return "250 OK delivered"
 
     def stop(self) -> None:

@@ -101,11 +101,35 @@ class Mailbox:
             stopping.wait(seconds)
             return
         self.client.idle()
+        # A change made just before IDLE began is told with its "+ idling", in one read: it
+        # waits in imaplib's buffer, where IMAPClient's poll of the socket cannot see it.
+        changed = _buffered(self.client)
         deadline = time.monotonic() + seconds
-        while not stopping.is_set():
+        while not changed and not stopping.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            if self.client.idle_check(timeout=min(IDLE_SLICE, left)):
-                break
+            wait = min(IDLE_SLICE, left)
+            began = time.monotonic()
+            changed = bool(self.client.idle_check(timeout=wait))
+            # Readable at once, yet nothing read: the server closed the connection (IMAPClient
+            # swallows the EOF); ending IDLE raises it, and the channel reconnects.
+            changed = changed or time.monotonic() - began < wait / 2
         self.client.idle_done()
+
+
+def _buffered(client: Any) -> bool:
+    """Whether bytes from the server already wait in imaplib's read buffer."""
+    file = getattr(getattr(client, "_imap", None), "file", None)
+    peek = getattr(file, "peek", None)
+    if peek is None:
+        return False
+    sock = client.socket()
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        return bool(peek(1))
+    except OSError:  # nothing buffered, and nothing to read without waiting
+        return False
+    finally:
+        sock.settimeout(timeout)

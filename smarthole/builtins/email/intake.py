@@ -141,7 +141,7 @@ class MailIntake:
         """Never reaches the model, never answered; left unread (or moved), counted once."""
         sender = mail.sender if mail is not None else None
         logger.warning("email: refused %s from %s: %s", key, sender or "?", reason)
-        self.data.set(REFUSED + key, {"reason": reason, "from": sender, "at": self.host.now()})
+        self.data.set(REFUSED + key, {"reason": reason, "from": sender, "at": iso(self.host.now())})
         status = self.host.records.status()
         self.host.records.update_status(
             refused=int(status.get("refused", 0)) + 1, last_refused=f"{sender or '?'}: {reason}"

@@ -24,6 +24,7 @@ MAX_SUBJECT = 200
 MAX_PARTS = 200
 MESSAGE_ID = re.compile(r"<[^<>\s]{1,250}>")
 ADDRESS = re.compile(r"[^@\s<>\"(),;:\\\[\]]{1,64}@[A-Za-z0-9.-]{1,253}")
+ANGLE_ADDRESS = re.compile(r"<([^<>\s]*)>\s*$")
 UNSAFE_NAME = re.compile(r"[^\w.@+-]")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 AUTO_PRECEDENCE = {"bulk", "junk", "list", "auto_reply"}
@@ -77,18 +78,24 @@ def _read(message: EmailMessage) -> Mail:
         recipients=_recipients(message),
         text=text,
         attachments=tuple(attachments),
-        authentication=tuple(str(v) for v in (message.get_all("Authentication-Results") or [])),
+        authentication=tuple(_all(message, "Authentication-Results")),
         date=_date(message),
         problems=tuple(problems),
     )
 
 
 def _header(message: Message, name: str) -> str:
+    values = _all(message, name)
+    return values[0] if values else ""
+
+
+def _all(message: Message, name: str) -> list[str]:
+    """The values of header ``name``; its raw text when the policy refuses to parse it (a
+    display name hiding a CR LF in an encoded word: an injection attempt)."""
     try:
-        value = message.get(name)
-    except Exception:  # a header the policy cannot parse
-        return ""
-    return str(value) if value is not None else ""
+        return [str(v) for v in message.get_all(name) or []]
+    except Exception:
+        return [str(v) for k, v in message.raw_items() if k.lower() == name.lower()]
 
 
 def one_line(value: str) -> str:
@@ -106,16 +113,17 @@ def message_ids(value: str) -> list[str]:
 
 
 def _sender(message: Message) -> str | None:
-    froms = message.get_all("From") or []
+    froms = _all(message, "From")
     if len(froms) != 1:
         return None  # none, or two From: headers: who wrote it cannot be told
-    _, address = parseaddr(str(froms[0]))
+    angle = ANGLE_ADDRESS.search(froms[0])  # a display name's encoded words cannot hide it
+    address = angle.group(1) if angle else parseaddr(froms[0])[1]
     address = address.strip().lower()
     return address if ADDRESS.fullmatch(address) else None
 
 
 def _recipients(message: Message) -> int:
-    values = [str(v) for name in ("To", "Cc") for v in (message.get_all(name) or [])]
+    values = [v for name in ("To", "Cc") for v in _all(message, name)]
     return len(getaddresses(values))
 
 
@@ -127,7 +135,7 @@ def _automatic(message: Message) -> str | None:
     if precedence in AUTO_PRECEDENCE:
         return f"Precedence: {precedence}"
     for name in ("X-Autoreply", "X-Autorespond", "List-Id", "List-Unsubscribe"):
-        if message.get(name) is not None:
+        if _all(message, name):
             return f"{name} is set"
     return None
 
