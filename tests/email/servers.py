@@ -203,7 +203,12 @@ class Dovecot:
 
     def deliver(self, user: str, raw: bytes, sender: str = "mx@mx.test") -> None:
         """The mail into the user's Maildir by Dovecot's own delivery agent, which also
-        updates the index and so wakes an IDLE session at once, as a real delivery does."""
+        updates the index and so wakes an IDLE session at once, as a real delivery does.
+        While Dovecot is down (the agent cannot see it then): a plain Maildir delivery."""
+        if self.process is None:
+            self.maildir(user).add(raw)
+            self._own()
+            return
         done = subprocess.run(
             [str(LDA), "-c", str(self.root / "dovecot.conf"), "-d", user, "-f", sender],
             input=raw,

@@ -29,3 +29,52 @@ def test_a_mail_is_answered_in_its_thread(home, fake, mail_env, threads, dovecot
     (channel,) = json.loads(capsys.readouterr().out)["channels"]
     assert channel["name"] == "email" and channel["state"] == "connected"
     assert len(distinct(replies(dovecot))) == 1
+
+
+def channel(home, capsys) -> dict:
+    assert main(["status", "--json", "--home", str(home)]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["channels"]
+    return found
+
+
+def test_dovecot_restarted_while_idle_misses_nothing(
+    home, fake, mail_env, threads, dovecot, smtp, capsys
+):
+    fake.add(text("First."))
+    fake.add(text("Second."))
+    enable_email(home, dovecot, smtp)
+    threads(home, mail_env)
+    send(smtp, mail("one"))
+    wait_for(lambda: replies(dovecot), 30, "the first reply")
+    dovecot.stop()  # while the channel idles
+    wait_for(lambda: channel(home, capsys)["state"] == "error", 30, "the loss seen")
+    send_directly(dovecot, mail("two"))  # delivered while IMAP is down
+    dovecot.start()
+    wait_for(lambda: len(replies(dovecot)) == 2, 60, "the second reply")
+    assert [plain(r).strip() for r in replies(dovecot)] == ["First.", "Second."]
+    wait_for(lambda: channel(home, capsys)["state"] == "connected", 30, "connected again")
+
+
+def test_an_smtp_failure_is_retried_with_the_same_message_id_and_shown_meanwhile(
+    home, fake, mail_env, threads, dovecot, smtp, capsys
+):
+    fake.add(text("Sent at last."))
+    enable_email(home, dovecot, smtp)
+    threads(home, mail_env)
+    smtp.refuse_with = "451 4.3.0 try again later"
+    send_directly(dovecot, mail("hello"))
+    found = wait_for(lambda: (c := channel(home, capsys))["failing"] and c, 30, "a failure")
+    assert found["waiting"] == 1 and "451" in found["last_send_error"]
+    main(["status", "--home", str(home)])
+    assert "1 delivery waiting (1 failing: 451" in capsys.readouterr().out
+    smtp.refuse_with = None
+    (reply,) = wait_for(lambda: replies(dovecot), 30, "the reply after the retry")
+    assert plain(reply).strip() == "Sent at last."
+    assert channel(home, capsys)["waiting"] == 0
+
+
+def send_directly(dovecot, message) -> None:
+    """Into the agent's folder past the SMTP server, stamped as the MX stamps it."""
+    sender = message["From"].addresses[0].addr_spec
+    stamp = f"Authentication-Results: mx.test; spf=pass smtp.mailfrom={sender}\r\n"
+    dovecot.deliver(AGENT, stamp.encode() + bytes(message))
