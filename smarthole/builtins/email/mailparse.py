@@ -26,7 +26,7 @@ MESSAGE_ID = re.compile(r"<[^<>\s]{1,250}>")
 ADDRESS = re.compile(r"[^@\s<>\"(),;:\\\[\]]{1,64}@[A-Za-z0-9.-]{1,253}")
 ANGLE_ADDRESS = re.compile(r"<([^<>\s]*)>\s*$")
 UNSAFE_NAME = re.compile(r"[^\w.@+-]")
-CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # with NEL and Unicode line breaks
 AUTO_PRECEDENCE = {"bulk", "junk", "list", "auto_reply"}
 MEDIA_SUFFIXES = {
     "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
