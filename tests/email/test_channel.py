@@ -6,7 +6,7 @@ import json
 
 from smarthole.cli import main
 from smarthole.testing import text
-from tests.helpers import wait_for
+from tests.helpers import image_bytes, pdf_bytes, wait_for
 
 from .conftest import enable_email
 from .mail import AGENT, distinct, mail, plain, replies, send
@@ -78,3 +78,28 @@ def send_directly(dovecot, message) -> None:
     sender = message["From"].addresses[0].addr_spec
     stamp = f"Authentication-Results: mx.test; spf=pass smtp.mailfrom={sender}\r\n"
     dovecot.deliver(AGENT, stamp.encode() + bytes(message))
+
+
+def test_attachments_become_the_messages_attachments(home, fake, mail_env, threads, dovecot, smtp):
+    fake.add(text("A red square and a PDF."))
+    enable_email(home, dovecot, smtp)
+    threads(home, mail_env)
+    files = (
+        ("square.png", "image/png", image_bytes()),
+        ("doc.pdf", "application/pdf", pdf_bytes()),
+    )
+    send(smtp, mail("What are these?", attachments=files))
+    wait_for(lambda: replies(dovecot), 30, "the reply")
+    content = fake.requests[0].messages[-1]["content"]
+    assert [block["type"] for block in content][1:] == ["image", "document", "text"]
+    assert content[-1]["text"].endswith("What are these?")
+
+
+def test_a_refused_attachment_is_answered_with_the_rule(
+    home, fake, mail_env, threads, dovecot, smtp
+):
+    enable_email(home, dovecot, smtp)
+    threads(home, mail_env)
+    send(smtp, mail("run this", attachments=(("tool.exe", "application/octet-stream", b"MZ"),)))
+    (answer,) = wait_for(lambda: replies(dovecot), 30, "the answer")
+    assert "tool.exe" in plain(answer) and fake.requests == []
