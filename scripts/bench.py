@@ -62,6 +62,9 @@ Rows, each beside its baseline where one applies (see benchlib/ for the details 
 17. commands (issue 45): a ``/status`` file renamed into inbox/ until its reply is in outbox/,
    p50/p99 over 100 rounds (quick 20), on an idle channel and behind a running turn (the fast
    lane) (benchlib/commands.py). Information only: no goal was set.
+18. email (issue 46): a mail's arrival in a real Dovecot folder until its reply reaches the
+   SMTP server, p50/p95 over 100 rounds (quick 20), beside the same turn from a file
+   (benchlib/emailbench.py; needs dovecot-imapd). Information only: no goal was set.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ from benchlib.commands import command_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
 from benchlib.forkbench import fork_rows
+from benchlib.emailbench import email_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.memorybench import memory_rows
 from benchlib.report import Row, markdown, save_json, table
@@ -117,6 +121,7 @@ PARTS = (
     "memory",
     "budget",
     "commands",
+    "email",
 )
 
 
@@ -140,6 +145,7 @@ class Sizes:
     approvals: int = 100
     schedule_seconds: float = 120.0
     budget_prior: int = 1_000
+    emails: int = 100
 
 
 FULL = Sizes(400, 10_000, 360.0, 3, 10_000, 200, 10, 1_000, (1_000,), 120.0)
@@ -159,6 +165,7 @@ QUICK = Sizes(
     approvals=20,
     schedule_seconds=30.0,
     budget_prior=200,
+    emails=20,
 )
 
 
@@ -204,6 +211,7 @@ def measure(
         "memory": lambda: memory_rows(root, fake),
         "budget": lambda: budget_rows(root, 2_000, sizes.budget_prior),
         "commands": lambda: command_rows(root, fake, sizes.approvals),
+        "email": lambda: email_rows(root, fake, sizes.emails),
     }
     rows = runs[part]()
     if part == "backlog":

@@ -245,6 +245,7 @@ class MailServer:
 
         self.dovecot = dovecot
         self.received: list[tuple[str, list[str], bytes]] = []
+        self.received_at: list[float] = []  # time.perf_counter() of each, for the bench
         self.refuse_with: str | None = None  # an SMTP answer to give instead of taking mail
         self.port = free_port()
         self.controller = Controller(
@@ -264,6 +265,7 @@ class MailServer:
             if recipient.lower() not in self.dovecot.users:
                 return f"550 no mailbox {recipient}"
         self.received.append((sender, list(envelope.rcpt_tos), content))
+        self.received_at.append(time.perf_counter())
         for recipient in envelope.rcpt_tos:
             self.dovecot.deliver(recipient.lower(), stamp.encode() + content, sender or "<>")
         return "250 OK delivered"
