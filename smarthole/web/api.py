@@ -129,6 +129,14 @@ class Api:
             {"task": request.path_params["id"], "stopped": stopped, "message": message}
         )
 
+    def channels(self, request: Request) -> Response:
+        """Each channel's state, as ``smarthole status`` shows it (``smarthole.channels``)."""
+        from ..channels.report import channel_reports
+        from ..home import holder
+
+        running = holder(self.home.lock_file) is not None
+        return JSONResponse({"channels": channel_reports(self.store, running=running)})
+
     # -- schedules --------------------------------------------------------------------------
 
     def schedules(self, request: Request) -> Response:

@@ -142,6 +142,7 @@ def routes(
         Route("/api/tasks", reads(_sync(api.tasks))),
         Route("/api/tasks/{id}/abort", writes(_sync(api.abort)), methods=["POST"]),
         Route("/api/schedules", reads(_sync(api.schedules))),
+        Route("/api/channels", reads(_sync(api.channels))),
         Route("/api/schedules/{id}/{action}", writes(_sync(api.schedule_action)), methods=["POST"]),
         Route("/api/messages", writes(api.post_message), methods=["POST"]),
         Route("/api/conversations/{id}/fork", writes(forks.post), methods=["POST"]),

@@ -273,3 +273,17 @@ def test_titles_are_shown_untitled_until_named(client, bearer, home, fake, env):
     run_once(home, env)
     listing = client.get("/api/conversations", headers=bearer).json()["conversations"]
     assert listing[0]["title"] == "Untitled conversation"
+
+
+def test_the_channels_are_listed_as_status_lists_them(client, bearer, team_home):
+    store = Store.open(Home(team_home).database, clock=lambda: datetime.now(UTC))
+    try:
+        store.plugin_data("channels").set("chat", {})
+        store.plugin_data("chat").set("status", {"state": "connected", "last_error": None})
+    finally:
+        store.close()
+    response = client.get("/api/channels", headers=bearer)
+    (found,) = response.json()["channels"]
+    assert found["name"] == "chat" and found["waiting"] == 0
+    assert found["state"] == "error", "no daemon runs: the channel is not connected"
+    assert client.get("/api/channels").status_code == 401
