@@ -91,8 +91,8 @@ from benchlib.cachebench import cache_rows
 from benchlib.commands import command_rows
 from benchlib.costs import costs_rows
 from benchlib.desktopburst import burst_rows
-from benchlib.forkbench import fork_rows
 from benchlib.emailbench import email_rows
+from benchlib.forkbench import fork_rows
 from benchlib.latency import backlog_rows, pickup_rows
 from benchlib.memorybench import memory_rows
 from benchlib.report import Row, markdown, save_json, table

@@ -84,10 +84,10 @@ def status_report(root: Runtime) -> dict[str, Any]:
     report["budget"] = budget_report(root)
     report["next_schedule"] = next_schedule(root)
     if report["config_error"] is None:  # each channel's busy policy (pipeline.busy)
-        channels = root.config.channels
+        busy = root.config.channels
         report["busy"] = {
-            "policy": channels.busy.value,
-            "channels": {name: policy.value for name, policy in channels.channels.items()},
+            "policy": busy.busy.value,
+            "channels": {name: policy.value for name, policy in busy.channels.items()},
         }
     report.update(health_fields(home, report, store.clock()))  # version, uptime, ready, ...
     return report

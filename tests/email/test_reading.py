@@ -155,3 +155,28 @@ def test_a_bad_email_setting_is_a_config_error(settings_, rule):
     with pytest.raises(ConfigError) as caught:
         parse_config({"email": settings_})
     assert "[email]" in str(caught.value) and rule in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sender", "channel"),
+    [
+        ("email", "me@example.com", "email"),
+        ("per-sender", "me@example.com", "email.me@example.com"),
+        ("per-sender", "o'brien@family.example", "email.o_brien@family.example"),
+    ],
+)
+def test_the_channel_of_a_mail(tmp_path, mode, sender, channel):
+    from smarthole.builtins.email.intake import MailIntake
+    from smarthole.channels import ChannelHost, ChannelRecords
+    from smarthole.db.store import Store
+    from smarthole.formats import utc_now
+
+    store = Store.open(tmp_path / "db", clock=utc_now)
+    try:
+        host = ChannelHost("email", ChannelRecords(store, "email"), tmp_path / "inbox", 4096)
+        settings = parse_config(
+            {"email": {"channel": mode, "allow": ["*@example.com"], "address": "a@example.com"}}
+        ).email
+        assert MailIntake(host, settings).channel_for(sender) == channel
+    finally:
+        store.close()

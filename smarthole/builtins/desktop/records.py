@@ -180,7 +180,7 @@ def bridge_report(
         state, last_error = BridgeState.ERROR, "the daemon is not running"
     else:  # what the running daemon uses, which may differ from an edited config.toml
         known = status.get("state") in set(BridgeState)
-        state = str(status.get("state")) if known else BridgeState.CONNECTING
+        state = BridgeState(status["state"]) if known else BridgeState.CONNECTING
         last_error = status.get("last_error")
         url, name = status.get("url", url), status.get("name", name)
     return {
