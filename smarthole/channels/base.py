@@ -81,6 +81,7 @@ class Delivery:
     origin: dict[str, Any] = field(default_factory=dict)  # ``Incoming.keep`` of the message
     attempts: int = 0  # failed sends so far
     last_error: str | None = None
+    turn: int | None = None  # the turn that made it (its stored messages say what it did)
 
     @classmethod
     def of(cls, item: OutboxItem, origin: dict[str, Any] | None = None) -> Delivery:
@@ -93,4 +94,5 @@ class Delivery:
             created_at=iso(item.created_at),
             extra=dict(item.extra or {}),
             origin=dict(origin or {}),
+            turn=item.turn,
         )

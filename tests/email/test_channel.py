@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from smarthole.cli import main
-from smarthole.testing import text
+from smarthole.testing import text, tool_use
 from tests.helpers import image_bytes, pdf_bytes, wait_for
 
 from .conftest import enable_email
@@ -103,3 +103,16 @@ def test_a_refused_attachment_is_answered_with_the_rule(
     send(smtp, mail("run this", attachments=(("tool.exe", "application/octet-stream", b"MZ"),)))
     (answer,) = wait_for(lambda: replies(dovecot), 30, "the answer")
     assert "tool.exe" in plain(answer) and fake.requests == []
+
+
+def test_files_the_agent_wrote_go_with_its_reply(home, fake, mail_env, threads, dovecot, smtp):
+    fake.add(tool_use("write_file", {"path": "notes/list.md", "content": "- milk\n- eggs\n"}))
+    fake.add(text("Here is the list."))
+    enable_email(home, dovecot, smtp)
+    threads(home, mail_env)
+    send(smtp, mail("Write my shopping list to a file and send it"))
+    (reply,) = wait_for(lambda: replies(dovecot), 30, "the reply")
+    (attached,) = list(reply.iter_attachments())
+    assert attached.get_filename() == "list.md"
+    assert attached.get_content() == "- milk\n- eggs\n"
+    assert plain(reply).strip() == "Here is the list."

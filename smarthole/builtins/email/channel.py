@@ -133,6 +133,22 @@ class EmailChannel(Channel):
 
     # -- out ---------------------------------------------------------------------------------
 
+    def _files(self, delivery: Delivery) -> list[tuple[str, bytes]]:
+        """What the turn wrote goes with its final reply."""
+        if delivery.kind != "response" or not delivery.conversation or delivery.turn is None:
+            return []
+        from ...home import Home
+        from .outfiles import turn_files
+
+        host = self.host
+        return turn_files(
+            host.records.store,
+            delivery.conversation,
+            delivery.turn,
+            Home(self.home_root).workspace,
+            host.attachments,
+        )
+
     def _send(self) -> None:
         while not self.stopping.is_set():
             try:
@@ -161,7 +177,7 @@ class EmailChannel(Channel):
         if not isinstance(recipient, str):
             self.host.sent(delivery, skipped="the mail it answers has no sender")
             return
-        message = compose(delivery, self.settings.address)
+        message = compose(delivery, self.settings.address, self._files(delivery))
         message_id = reply_message_id(delivery.outbox_id, self.settings.address)
         self.host.records.data.set(
             SENT + message_id,
