@@ -33,7 +33,7 @@ SENT = "sent:"  # sent:<Message-ID> -> the thread a reply of ours belongs to
 REFUSED = "refused:"  # refused:<folder/uidvalidity/uid> -> why
 MAX_REFERENCES = 20
 UNSAFE_IN_CHANNEL = re.compile(r"[^\w.@+-]")
-ANSWER = re.compile(r"^\s*(approve\s+always|approve|deny)\b[\s:,.-]*(.*)$", re.IGNORECASE)
+ANSWER = re.compile(r"^\s*(approve\s+always|approve|deny)\b[\s:,.-]*(.*)\Z", re.IGNORECASE)
 
 
 def approval_answer(text: str) -> tuple[str, bool, str] | None:

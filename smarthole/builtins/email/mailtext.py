@@ -16,16 +16,16 @@ HIDDEN = {"head", "script", "style", "template", "title"}
 # Where an earlier message begins: the quote header of most clients, Outlook's rule and
 # its "From:/Sent:" block, a forwarded message's banner.
 QUOTE_HEADERS = [
-    re.compile(r"^\s*On\b.{0,300}\bwrote:\s*$", re.IGNORECASE | re.DOTALL),
-    re.compile(r"^\s*Le\b.{0,300}\ba écrit\s*:\s*$", re.IGNORECASE | re.DOTALL),
-    re.compile(r"^\s*Am\b.{0,300}\bschrieb\b.{0,100}:\s*$", re.IGNORECASE | re.DOTALL),
-    re.compile(r"^\s*-{2,}\s*Original Message\s*-{2,}\s*$", re.IGNORECASE),
-    re.compile(r"^\s*_{10,}\s*$"),
+    re.compile(r"^\s*On\b.{0,300}\bwrote:\s*\Z", re.IGNORECASE | re.DOTALL),
+    re.compile(r"^\s*Le\b.{0,300}\ba écrit\s*:\s*\Z", re.IGNORECASE | re.DOTALL),
+    re.compile(r"^\s*Am\b.{0,300}\bschrieb\b.{0,100}:\s*\Z", re.IGNORECASE | re.DOTALL),
+    re.compile(r"^\s*-{2,}\s*Original Message\s*-{2,}\s*\Z", re.IGNORECASE),
+    re.compile(r"^\s*_{10,}\s*\Z"),
 ]
-OUTLOOK_FROM = re.compile(r"^\s*From:\s.+$", re.IGNORECASE)  # with Sent: or Date: below
+OUTLOOK_FROM = re.compile(r"^\s*From:\s.+\Z", re.IGNORECASE)  # with Sent: or Date: below
 OUTLOOK_NEXT = re.compile(r"^\s*(Sent|Date):\s", re.IGNORECASE)
-SIGNATURE = re.compile(r"^-- ?$")  # RFC 3676's separator ("-- "), as clients write it
-MOBILE_SIGNATURE = re.compile(r"^\s*Sent from my \w[\w ]{0,40}$", re.IGNORECASE)
+SIGNATURE = re.compile(r"^-- ?\Z")  # RFC 3676's separator ("-- "), as clients write it
+MOBILE_SIGNATURE = re.compile(r"^\s*Sent from my \w[\w ]{0,40}\Z", re.IGNORECASE)
 
 
 class _Text(HTMLParser):
