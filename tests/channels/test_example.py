@@ -28,7 +28,7 @@ def test_the_spool_channel_of_the_docs_answers_a_file_once(home, fake, env, thre
     spool = home / "spool"
     (spool / "in" / ".note.tmp").write_text("hello spool")
     (spool / "in" / ".note.tmp").rename(spool / "in" / "note.txt")
-    replies = wait_for(lambda: sorted((spool / "out").glob("*.txt")), 20, "a reply file")
+    replies = wait_for(lambda: sorted((spool / "out").glob("*.txt")), 30, "a reply file")
     assert [r.read_text() for r in replies] == ["[response] Hello from the spool.\n"]
     assert not (spool / "in" / "note.txt").exists()
     assert main(["status", "--json", "--home", str(home)]) == 0
