@@ -28,7 +28,7 @@ from ..db.events import Event, EventLog
 from ..db.search import MAX_QUERY_CHARS
 from ..db.store import Store
 from ..errors import ConfigError, LookupFailed
-from ..home import Home
+from ..home import Home, holder
 from . import posting
 from .auth import AUTHENTICATED
 from .follower import BATCH, DaemonState, EventFollower, follow
@@ -132,7 +132,6 @@ class Api:
     def channels(self, request: Request) -> Response:
         """Each channel's state, as ``smarthole status`` shows it (``smarthole.channels``)."""
         from ..channels.report import channel_reports
-        from ..home import holder
 
         running = holder(self.home.lock_file) is not None
         return JSONResponse({"channels": channel_reports(self.store, running=running)})
