@@ -14,6 +14,7 @@ import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,17 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, message: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
         time.sleep(0.01)
+
+
+def turned_clock(start: datetime) -> Callable[[], datetime]:
+    """A clock that says ``start`` until a test appends a later moment to ``clock.moments``."""
+    moments = [start]
+
+    def now() -> datetime:
+        return moments[-1]
+
+    now.moments = moments  # type: ignore[attr-defined]
+    return now
 
 
 def db(home: Path) -> sqlite3.Connection:

@@ -13,20 +13,14 @@ from smarthole.db.outbox import OutboxItem
 from smarthole.db.states import OutboxKind
 from smarthole.db.store import Store
 from smarthole.errors import MessageError
-from tests.helpers import image_bytes
+from tests.helpers import image_bytes, turned_clock
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def clock():
-    moments = [NOW]
-
-    def now() -> datetime:
-        return moments[-1]
-
-    now.moments = moments  # type: ignore[attr-defined]
-    return now
+    return turned_clock(NOW)
 
 
 @pytest.fixture

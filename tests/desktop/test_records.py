@@ -9,19 +9,14 @@ import pytest
 from smarthole.builtins.desktop.protocol import Notification
 from smarthole.builtins.desktop.records import BridgeRecords, BridgeState, ReplyState, bridge_report
 from smarthole.db.store import Store
+from tests.helpers import turned_clock
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def clock():
-    moments = [NOW]
-
-    def now() -> datetime:
-        return moments[-1]
-
-    now.moments = moments  # type: ignore[attr-defined]
-    return now
+    return turned_clock(NOW)
 
 
 @pytest.fixture
