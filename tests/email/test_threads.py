@@ -39,18 +39,18 @@ def test_a_reply_continues_the_conversation_and_a_new_subject_starts_one(
     assert len(fake.requests[2].messages) == 1, "a new subject is a new conversation"
 
 
+def enable_email_asking(home, dovecot, smtp) -> None:
+    """Email on, with the test plugin's non-idempotent ``record`` tool asking for approval."""
+    plugins = {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]}
+    enable_email(
+        home, dovecot, smtp, sections={"plugins": plugins, "approvals": {"tools": ["record"]}}
+    )
+
+
 def test_an_approval_is_answered_by_replying_approve(home, fake, mail_env, threads, dovecot, smtp):
     fake.add(tool_use("record", {"value": "once"}))
     fake.add(text("Recorded."))
-    enable_email(
-        home,
-        dovecot,
-        smtp,
-        sections={
-            "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
-            "approvals": {"tools": ["record"]},
-        },
-    )
+    enable_email_asking(home, dovecot, smtp)
     threads(home, mail_env)
     send(smtp, mail("record once", subject="Log it"))
     (asking,) = wait_for(lambda: replies(dovecot), 30, "the approval item")
@@ -65,15 +65,7 @@ def test_an_approval_is_answered_by_replying_approve(home, fake, mail_env, threa
 def test_deny_with_a_reason_reaches_the_model(home, fake, mail_env, threads, dovecot, smtp):
     fake.add(tool_use("record", {"value": "once"}))
     fake.add(text("I will not."))
-    enable_email(
-        home,
-        dovecot,
-        smtp,
-        sections={
-            "plugins": {"paths": [str(TEST_PLUGINS)], "enabled": ["testtools"]},
-            "approvals": {"tools": ["record"]},
-        },
-    )
+    enable_email_asking(home, dovecot, smtp)
     threads(home, mail_env)
     send(smtp, mail("record once"))
     (asking,) = wait_for(lambda: replies(dovecot), 30, "the approval item")
