@@ -144,9 +144,13 @@ class RecordedTurn:
     system_blocks: list[dict[str, Any]]
     recorder: TurnRecorder
     gate: ApprovalGate
+    call_meter: CallMeter  # reserves each call's cost under the caps (``agent.budget``)
 
     def tool_control(self) -> TurnControl:
         raise NotImplementedError
+
+    def meter(self) -> CallMeter:
+        return self.call_meter
 
     def system(self) -> list[dict[str, Any]]:
         return self.system_blocks

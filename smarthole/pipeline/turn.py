@@ -130,9 +130,6 @@ class TurnRun(RecordedTurn):
         self._earlier = window.earlier_chars
         return window.history
 
-    def meter(self) -> CallMeter:
-        return self.call_meter
-
     def _window(self) -> Window:
         return self.history_cache.window(
             self.conversation.id, current_turn=self.number, budget_chars=self.budget_chars

@@ -135,9 +135,6 @@ class AgentTurnSession(RecordedTurn):
     def trim_history(self) -> bool:
         return False  # an agent turn carries no earlier history to trim
 
-    def meter(self) -> CallMeter:
-        return self.call_meter
-
 
 @dataclass(eq=False)
 class TaskTables:

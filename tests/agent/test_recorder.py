@@ -20,6 +20,7 @@ SHARED = (
     "record_tool_start",
     "record_tool_result",
     "tool_context",
+    "meter",
 )
 
 
