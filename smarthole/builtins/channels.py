@@ -10,6 +10,7 @@ composition root (``root.plugin_state``), never in this module. It knows no chan
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import hookimpl
@@ -68,6 +69,7 @@ def startup(app: PluginApp) -> None:
             app.config.inbox.max_message_bytes,
             attachments=app.config.attachments,
             clock=app.now,
+            emit=partial(root.events.emit, channel=channel.name),
         )
         root.store.plugin_data(KEY).set(channel.name, {"started_at": root.store.now()})
         channel.start(host)
