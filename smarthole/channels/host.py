@@ -53,7 +53,7 @@ class ChannelHost:
     max_bytes: int  # [inbox] max_message_bytes: the text file
     attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
     clock: Callable[[], datetime] | None = None
-    emit: Callable[..., None] | None = None  # ``emit(type, **fields)``: an event
+    emit: Callable[..., object] | None = None  # ``emit(type, **fields)``: an event
     retry: Backoff = DELIVERY_RETRY
 
     def now(self) -> datetime:
