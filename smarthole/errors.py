@@ -148,9 +148,10 @@ class TurnHalted(Exception):
     busy policy is ``interrupt``): it stopped at a safe point, and is answered with what it
     did so far. Not a ``SmartholeError``, and not a ``TurnInterrupted``: it does not resume."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, sent: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.sent = sent  # a model call was sent and hung up: the model saw the turn's input
 
 
 class ApprovalWaiting(TurnInterrupted):

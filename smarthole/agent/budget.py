@@ -305,6 +305,11 @@ class CallMeter:
         if opened is not None and opened.shape is not None:
             self._last = (opened.shape, opened.request_bytes, prompt)
 
+    def cut(self) -> None:
+        """The call was hung up mid-stream: it may have been billed, so its reservation stays
+        at its bound, as a broken stream's does."""
+        self._open = None
+
     def failed(self, error: ModelError) -> None:
         """The call failed: an HTTP error the API answered with was not billed, and lets its
         reservation go; a broken stream or connection may have been, and keeps it at its bound."""

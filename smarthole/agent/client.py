@@ -6,6 +6,7 @@ starts fast. Every failure becomes a ``ModelError`` that says whether a retry ca
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import functools
 import json
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ModelError
+from ..errors import ConfigError, ModelError, TurnHalted
 from .messages import History, Messages
 from .replies import StreamedReply
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import anthropic
 
     from ..config import ModelSettings
+    from .cutting import StreamCut
 
 logger = logging.getLogger(__name__)
 
@@ -123,11 +125,13 @@ class ModelClient:
         model: str | None = None,
         max_tokens: int | None = None,
         before_send: BeforeSend | None = None,
+        cut: StreamCut | None = None,
     ) -> ModelReply:
         """One streamed Messages API call; a stream cut short is an error, not a reply.
 
         ``before_send(model, max_tokens, request_bytes)`` runs once the request is encoded and
-        before it is sent (the budget's reservation); what it raises passes through."""
+        before it is sent (the budget's reservation); what it raises passes through. ``cut``
+        lets another thread hang the call up: it then raises ``TurnHalted``."""
         import anthropic
         import httpx2
 
@@ -138,7 +142,7 @@ class ModelClient:
         }
         started = time.monotonic()
         try:
-            reply = StreamedReply.read(self._stream(messages, params, tools or None, before_send))
+            reply = self._read(messages, params, tools or None, before_send, cut)
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         except (httpx2.HTTPError, AssertionError) as exc:  # a stream cut off mid-way
@@ -167,6 +171,31 @@ class ModelClient:
             usage=reply.usage,
             model=reply.model or params["model"],
         )
+
+    def _read(
+        self,
+        messages: Messages,
+        params: dict[str, Any],
+        tools: list[dict[str, Any]] | None,
+        before_send: BeforeSend | None,
+        cut: StreamCut | None,
+    ) -> StreamedReply:
+        """The call's reply as it streams in; ``TurnHalted`` if ``cut`` hung it up first."""
+        if cut is None:
+            return StreamedReply.read(self._stream(messages, params, tools, before_send))
+        if cut.reason is not None:  # cut before it was sent: not sent at all
+            raise TurnHalted(cut.reason)
+        stream = self._stream(messages, params, tools, before_send)
+        try:
+            with cut.watching(functools.partial(_hang_up, stream)):
+                reply = StreamedReply.read(stream, stop=lambda: cut.reason)
+        except Exception as exc:
+            if cut.reason is not None:  # what hanging up broke (a read error, a short stream)
+                raise TurnHalted(cut.reason, sent=True) from exc
+            raise
+        if cut.reason is not None and not reply.finished:  # cut short: nothing of it is kept
+            raise TurnHalted(cut.reason, sent=True)
+        return reply  # a reply that came whole is kept; the turn stops at its next safe point
 
     def _stream(
         self,
@@ -236,6 +265,29 @@ BETA_TOOLS = {"memory_20250818": "context-management-2025-06-27"}
 
 encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """JSON text of request data as the SDK encodes a body: compact, UTF-8 as is, no NaN."""
+
+
+def _hang_up(stream: Any) -> None:
+    """End the connection ``stream`` reads from, from another thread: its blocked read returns.
+
+    ``shutdown`` of a duplicate of the socket ends the connection itself (closing a socket
+    another thread reads would not wake it), and leaves the reading thread's own objects
+    (TLS included) to fail and be closed there. Without a socket to reach, the read stops at
+    the stream's next event instead.
+    """
+    import socket
+
+    network = getattr(stream, "response", None)
+    network = None if network is None else network.extensions.get("network_stream")
+    raw = None if network is None else network.get_extra_info("socket")
+    if raw is None:
+        return
+    try:
+        duplicate = socket.socket(fileno=os.dup(raw.fileno()))
+    except OSError:  # already closed: nothing left to cut
+        return
+    with duplicate, contextlib.suppress(OSError):
+        duplicate.shutdown(socket.SHUT_RDWR)
 
 
 def describe(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ import logging
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ModelError
+from ..errors import ModelError, TurnHalted
 from .budget import CapReached
 from .client import IN_DOUBT, ModelClient, ModelReply
 from .messages import Messages, with_breakpoint
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..db.records import StoredMessage
     from ..tools import Tool, ToolContext, ToolResult, ToolSet
     from .budget import CallMeter
+    from .cutting import StreamCut
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ class TurnSession(Protocol):
 
     def meter(self) -> CallMeter | None:
         """What reserves each model call's cost before it is sent (``agent.budget``)."""
+
+    def stream_cut(self) -> StreamCut | None:
+        """What hangs up the model call in flight when the turn is halted (``/stop``)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,12 @@ class Agent:
                     tools=specs,
                     model=model,
                     before_send=None if meter is None else meter.reserve,
+                    cut=session.stream_cut(),
                 )
+            except TurnHalted:  # hung up mid-stream: what it streamed is not kept
+                if meter is not None:
+                    meter.cut()
+                raise
             except CapReached as reached:  # held by a cap the person did not raise
                 return TurnOutcome(text=reached.reply, note=reached.note)
             except ModelError as exc:

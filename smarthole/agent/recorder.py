@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .approvals import ApprovalGate
     from .budget import CallMeter
     from .client import ModelReply
+    from .cutting import StreamCut
 
 API_KINDS = ("user", "assistant", "tool_result")
 """The stored kinds a turn's Messages API history is made of (the rest are transcript only)."""
@@ -151,6 +152,9 @@ class RecordedTurn:
 
     def meter(self) -> CallMeter:
         return self.call_meter
+
+    def stream_cut(self) -> StreamCut | None:
+        return None  # a team agent's turn is stopped through its task's abort instead
 
     def system(self) -> list[dict[str, Any]]:
         return self.system_blocks

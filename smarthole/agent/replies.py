@@ -9,6 +9,7 @@ and says whether the reply is complete.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ModelError
@@ -28,11 +29,14 @@ class StreamedReply:
         self.unreadable: set[int] = set()  # closed tool calls whose input is not JSON
 
     @classmethod
-    def read(cls, stream: Any) -> StreamedReply:
-        """Read ``stream`` to its end (closing it); a broken stream raises as the SDK does."""
+    def read(cls, stream: Any, stop: Callable[[], object] | None = None) -> StreamedReply:
+        """Read ``stream`` to its end (closing it); a broken stream raises as the SDK does.
+        ``stop()``, asked before each event, ends the reading early when true."""
         reply = cls()
         with stream:
             for event in stream:
+                if stop is not None and stop():
+                    break
                 try:
                     reply.add(event)
                 except (KeyError, TypeError, AttributeError) as exc:  # a malformed event
@@ -131,6 +135,11 @@ class StreamedReply:
             for index in sorted(self.blocks)
         ]
 
+    @property
+    def finished(self) -> bool:
+        """Whether the stream said the reply ended: a stop reason, and no block left open."""
+        return self.stop_reason is not None and not self.open
+
     def check_complete(self, max_tokens: int) -> None:
         """Refuse a reply that is incomplete, above all a tool call whose input was cut off.
 
@@ -148,7 +157,7 @@ class StreamedReply:
                 retryable=True,
                 kind="stream",
             )
-        if self.stop_reason is None or self.open:
+        if not self.finished:
             raise ModelError(
                 "the model's reply stream ended before it was complete",
                 retryable=True,

@@ -8,7 +8,8 @@
 - ``steer``: the running turn takes it at its next tool-call boundary, beside the tool results,
   marked as a new message from the person (:meth:`Arrivals.steer`, one commit).
 - ``interrupt``: the running turn stops at its next safe point (:meth:`Arrivals.look` asks it
-  to) and is answered with what it did; the new message's turn follows and sees it.
+  to: a running tool finishes, a model reply streaming in is hung up and not kept) and is
+  answered with what it did; the new message's turn follows and sees it.
 
 A message taken by another turn is ``joined`` to it in the ledger, in the commit that stores
 its text for the model, so after a crash it is neither lost nor given twice; the turn's final
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..agent.cutting import StreamCut
 from ..agent.recorder import Step
 from ..config.channels import BusyPolicy
 from ..formats import iso
@@ -76,6 +78,7 @@ class Arrivals:
     # channel -> its running turn's message, and when the turn began
     _running: dict[str, tuple[str, datetime]] = field(default_factory=dict, init=False)
     _halts: dict[str, str] = field(default_factory=dict, init=False)  # message -> why
+    _cuts: dict[str, StreamCut] = field(default_factory=dict, init=False)  # message -> its cut
 
     def policy(self, channel: str) -> BusyPolicy:
         return self.app.config.channels.policy(channel)  # read at each use: a reload applies
@@ -87,6 +90,7 @@ class Arrivals:
         """While ``entry``'s turn runs, it is its channel's running turn."""
         with self._lock:
             self._running[entry.channel] = (entry.id, self.app.now())
+            self._cuts[entry.id] = StreamCut()
         try:
             yield
         finally:
@@ -94,6 +98,7 @@ class Arrivals:
                 if self._running.get(entry.channel, ("",))[0] == entry.id:
                     del self._running[entry.channel]
                 self._halts.pop(entry.id, None)
+                self._cuts.pop(entry.id, None)
 
     def running_in(self, channel: str) -> str | None:
         with self._lock:
@@ -107,12 +112,20 @@ class Arrivals:
             if message_id not in (running for running, _ in self._running.values()):
                 return []
             self._halts.setdefault(message_id, reason)
+            cut = self._cuts.get(message_id)
+        if cut is not None:  # a model call streaming now is hung up, not waited for
+            cut.cut(reason)
         aborted = []
         for task in [] if self.tasks is None else self.tasks.running():
             if task.message_id == message_id and self.tasks is not None:
                 self.tasks.request_abort(task.id)
                 aborted.append(task.id)
         return aborted
+
+    def stream_cut(self, message_id: str) -> StreamCut | None:
+        """What hangs up the model call of ``message_id``'s running turn when it is halted."""
+        with self._lock:
+            return self._cuts.get(message_id)
 
     def halted(self, message_id: str) -> str | None:
         """Why the turn of ``message_id`` is to stop, if it is."""

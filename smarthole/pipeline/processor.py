@@ -131,6 +131,10 @@ class Processor:
             outcome = self._run(entry, run)
         except TurnHalted as halted:  # /stop, or a newer message (``interrupt``)
             outcome = halted_outcome(run, halted.reason)
+            if halted.sent and run.turn_messages()[-1].kind != "assistant":
+                # The model was given the turn's input and cut off before it answered: the
+                # next turn sees the answer it got instead (else its input is new there).
+                run.record_text(outcome.text)
             self.events.emit("turn_interrupted", **run.where, reason=halted.reason, resumes=False)
         except ApprovalWaiting as waiting:
             return self.lifecycle.await_approval(attempt, waiting)

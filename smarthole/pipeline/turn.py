@@ -26,6 +26,7 @@ from ..errors import TurnHalted, TurnInterrupted
 if TYPE_CHECKING:
     import sqlite3
 
+    from ..agent.cutting import StreamCut
     from ..agent.history import HistoryCache, Window
     from ..agent.messages import History
     from ..agent.standin import ReplayTools
@@ -161,6 +162,9 @@ class TurnRun(RecordedTurn):
         halt = None if self.arrivals is None else self.arrivals.halted(self.entry.id)
         if halt is not None:
             raise TurnHalted(halt)
+
+    def stream_cut(self) -> StreamCut | None:
+        return None if self.arrivals is None else self.arrivals.stream_cut(self.entry.id)
 
     def steer(self) -> None:
         """At a tool-call boundary: messages that came meanwhile join (``steer``)."""

@@ -43,6 +43,7 @@ from .replies import (
     prompt_too_long,
     rate_limited,
     server_error,
+    stalled,
     stream_error,
     text,
     tool_use,
@@ -57,6 +58,6 @@ from .validation import invalid_history
 __all__ = [
     "FakeMessagesAPI", "RecordedRequest", "Reply", "Responder", "delay", "drop", "drop_message",
     "echo", "error", "garbled", "hold", "invalid_history", "max_tokens", "memory_call",
-    "overloaded", "prompt_too_long", "rate_limited", "run_once", "server_error", "stream_error",
-    "text", "tool_use", "tool_uses", "truncated", "unclosed",
+    "overloaded", "prompt_too_long", "rate_limited", "run_once", "server_error", "stalled",
+    "stream_error", "text", "tool_use", "tool_uses", "truncated", "unclosed",
 ]  # fmt: skip

@@ -37,6 +37,7 @@ class Reply:
     usage: dict[str, int] | None = None
     drop: bool = False
     hold: threading.Event | None = None
+    stall: threading.Event | None = None  # a stream waits after its first delta until set
     delay: float = 0.0
     truncate: bool = False
     stream_error: str | None = None
@@ -123,6 +124,14 @@ def drop(partial: Reply | None = None) -> Reply:
 def hold(event: threading.Event, then: Reply) -> Reply:
     """Answer ``then`` only once ``event`` is set or the server stops."""
     return replace(then, hold=event)
+
+
+def stalled(event: threading.Event, then: Reply) -> Reply:
+    """Stream ``then``'s start and first delta, then wait until ``event`` is set, the server
+    stops or the client hangs up: a long reply in flight, for a test that cuts it short
+    (``fake.wait_for_stall()`` waits for the stall, ``fake.wait_for_hang_up()`` for the cut).
+    Without streaming, as :func:`hold`."""
+    return replace(then, stall=event)
 
 
 def delay(seconds: float, then: Reply) -> Reply:

@@ -5,20 +5,21 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import select
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .cache import PromptCache
 from .replies import RecordedRequest, Reply, Responder, error, fresh_id
+from .streams import events, message, sse
 from .validation import invalid_history, invalid_tools
 
 logger = logging.getLogger(__name__)
 
-_NO_CACHE = {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 _SSE_HEADERS = {
     "content-type": "text/event-stream", "cache-control": "no-cache", "transfer-encoding": "chunked"
 }  # fmt: skip
@@ -56,6 +57,8 @@ class FakeMessagesAPI:
         self._requests: list[RecordedRequest] = []
         self._changed = threading.Condition()
         self._stopping = threading.Event()
+        self.stalls = 0  # streams that began to stall (``stalled``)
+        self.hung_up = 0  # of those, the streams the client hung up on while they stalled
         self._server = _Server((host, port), _handler(self))
         self._thread: threading.Thread | None = None
         self.url = f"http://{host}:{self._server.server_address[1]}"
@@ -157,12 +160,42 @@ class FakeMessagesAPI:
             logger.exception("fake Messages API: a when= predicate or a responder failed")
             return error(500, "api_error", f"fake: scripting failed: {exc!r}")
 
-    def _wait(self, reply: Reply) -> None:
+    def _wait(self, reply: Reply, *, streaming: bool = False) -> None:
         if reply.delay:
             self._stopping.wait(reply.delay)
-        while reply.hold is not None and not reply.hold.wait(0.02):
+        held = reply.hold if streaming or reply.stall is None else reply.stall
+        while held is not None and not held.wait(0.02):
             if self._stopping.is_set():
                 return
+
+    def _stall(self, reply: Reply, connection: socket.socket) -> bool:
+        """Wait while ``reply``'s stream stalls; False if the client hung up meanwhile."""
+        assert reply.stall is not None
+        with self._changed:
+            self.stalls += 1
+            self._changed.notify_all()
+        while not reply.stall.wait(0.02) and not self._stopping.is_set():
+            readable, _, _ = select.select([connection], [], [], 0)
+            if readable and not connection.recv(1, socket.MSG_PEEK):  # the end of its data
+                with self._changed:
+                    self.hung_up += 1
+                    self._changed.notify_all()
+                return False
+        return True
+
+    def wait_for_stall(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Wait until ``count`` streams have begun to stall (their first delta sent)."""
+        self._wait_for_count("stalls", count, timeout)
+
+    def wait_for_hang_up(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Wait until clients have hung up on ``count`` stalled streams."""
+        self._wait_for_count("hung_up", count, timeout)
+
+    def _wait_for_count(self, name: str, count: int, timeout: float) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: getattr(self, name) >= count, timeout):
+                found = getattr(self, name)
+                raise AssertionError(f"expected {count} {name} within {timeout}s, {found} came")
 
 
 def _for_agent(
@@ -262,7 +295,7 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             reply = fake._answer(request)
             if reply.usage is None and reply.status == 200 and reply.body is None:
                 reply = replace(reply, usage=fake.cache.usage(body, list(reply.content)))
-            fake._wait(reply)
+            fake._wait(reply, streaming=request.stream)
             self._send(reply, request)
 
         def _send(self, reply: Reply, request: RecordedRequest | None = None) -> None:
@@ -283,7 +316,7 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 status = 529 if reply.stream_error == "overloaded_error" else 500
                 self._send(error(status, reply.stream_error, "fake stream error"))
             else:
-                self._json(200, _message(reply, request))
+                self._json(200, message(reply, request))
 
         def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             request_id = fresh_id("req")
@@ -302,9 +335,16 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
 
         def _stream(self, reply: Reply, request: RecordedRequest) -> None:
             self._head(200, {**_SSE_HEADERS, "request-id": fresh_id("req")})
-            for event in _events(reply, request):
-                data = _sse(event)
+            stalls = reply.stall is not None
+            for event in events(reply, request):
+                data = sse(event)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                if stalls and isinstance(event, dict) and event["type"] == "content_block_delta":
+                    self.wfile.flush()
+                    stalls = False
+                    if not fake._stall(reply, self.connection):
+                        self.close_connection = True
+                        return
             if reply.drop:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -312,77 +352,3 @@ def _handler(fake: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"0\r\n\r\n")
 
     return Handler
-
-
-def _message(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
-    """The full Message JSON for ``reply``, with fresh ids for tool calls that have none."""
-    content = [
-        {**b, "id": b.get("id") or fresh_id("toolu")} if b.get("type") == "tool_use" else b
-        for b in reply.content
-    ]
-    usage = {"input_tokens": 10, "output_tokens": 5, **_NO_CACHE, **(reply.usage or {})}
-    return {"id": fresh_id("msg"), "type": "message", "role": "assistant"} | {
-        "model": request.model, "content": content, "usage": usage,
-        "stop_reason": None if reply.truncate else reply.stop_reason, "stop_sequence": None,
-    }  # fmt: skip
-
-
-def _deltas(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """How a content block opens in a stream, and its deltas (two, to be joined)."""
-    if block.get("type") == "text":
-        kind, key, value, opened = "text_delta", "text", block["text"], {**block, "text": ""}
-    elif block.get("type") == "tool_use":
-        kind, key, value = "input_json_delta", "partial_json", json.dumps(block["input"])
-        opened = {**block, "input": {}}
-    else:
-        return block, []
-    middle = len(value) // 2
-    parts = [value[:middle], value[middle:]] if middle else [value]
-    return opened, [{"type": kind, key: part} for part in parts]
-
-
-def _sse(event: dict[str, Any] | tuple[str, str]) -> bytes:
-    """One server-sent event: a dict as JSON, a ``(name, data)`` pair as it is."""
-    name, data = event if isinstance(event, tuple) else (event["type"], json.dumps(event))
-    return f"event: {name}\ndata: {data}\n\n".encode()
-
-
-_GARBLED = ("content_block_delta", '{"type": "content_block_delta", "index": 0, "delta": {')
-"""An event whose data is not JSON (cut off mid-object)."""
-
-
-def _events(reply: Reply, request: RecordedRequest) -> Iterator[dict[str, Any] | tuple[str, str]]:
-    """The SSE events of ``reply``, cut short where a fault says so; raw ones as (name, data)."""
-    message = _message(reply, request)
-    usage = message["usage"]
-    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    yield {"type": "message_start", "message": start}
-    yield {"type": "ping"}
-    blocks = message["content"]
-    for index, block in enumerate(blocks):
-        opened, deltas = _deltas(block)
-        cut = reply.cut if index == len(blocks) - 1 else None
-        yield {"type": "content_block_start", "index": index, "content_block": opened}
-        for delta in deltas[:1] if cut else deltas:
-            yield {"type": "content_block_delta", "index": index, "delta": delta}
-            if reply.garble:
-                yield _GARBLED
-                return
-            if reply.drop:
-                return
-            if reply.stream_error:
-                failure = {"type": reply.stream_error, "message": "fake stream error"}
-                yield {"type": "error", "error": failure}
-                return
-        if cut == "unclosed":
-            break
-        yield {"type": "content_block_stop", "index": index}
-    if reply.truncate:
-        return
-    delta = {"stop_reason": reply.stop_reason, "stop_sequence": None}
-    yield {
-        "type": "message_delta",
-        "delta": delta,
-        "usage": {"output_tokens": usage["output_tokens"]},
-    }
-    yield {"type": "message_stop"}

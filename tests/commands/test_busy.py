@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from smarthole.testing import hold, text, tool_use
+from smarthole.testing import hold, stalled, text, tool_use
 from tests.helpers import (
     TEST_PLUGINS,
     drop,
@@ -115,8 +115,41 @@ def test_interrupt_stops_the_running_turn_and_answers_the_new_message(
         "reason": "interrupted by a newer message",
         "resumes": False,
     }
-    # The next turn sees the interrupted one: its call and the call's never-run result.
-    assert "snapshot" in str(fake.requests[1].messages)
+    # The model call was in flight (held) when the burst came: it was cut, its tool call never
+    # kept or run, and the next turn sees that the interrupted turn was answered, and how.
+    assert tool_runs(home) == []
+    assert "snapshot" not in str(fake.requests[1].messages)
+    assert "(Interrupted by a newer message.)" in str(fake.requests[1].messages)
+
+
+@pytest.mark.parametrize("halt", ["interrupt", "/stop"])
+def test_a_halt_hangs_up_the_reply_streaming_in(fake, home, env, threads, halt):
+    """A turn halted mid-stream stops at once: the model call is hung up, not waited for
+    (the stalled reply is never released), and what it had streamed is not kept."""
+    policy = "interrupt" if halt == "interrupt" else "queue"
+    write_config(home, channels={"busy": policy})
+    never = threading.Event()
+    fake.add(stalled(never, text("a long story that never ends")))
+    fake.default = text("the next one")
+    daemon = threads(home, env, ready=False).wait_ready(60)  # a loaded machine starts slowly
+    drop(home, "tell me a story", "m1")
+    fake.wait_for_stall(1, timeout=20)
+    drop(home, "actually, stop" if halt == "interrupt" else "/stop", "m2")
+    fake.wait_for_hang_up(1, timeout=20)
+    wait_for(lambda: set(statuses(home).values()) == {"done"}, 30, "both messages answered")
+    daemon.stop()
+    assert not never.is_set()
+    (reply,) = [f for f in finals(home) if f["in_reply_to"] == "m1"]
+    assert "a long story" not in reply.text
+    expected = "Interrupted by a newer message" if halt == "interrupt" else "Stopped by /stop"
+    assert expected in reply.text
+    (interrupted,) = events_of(home, "turn_interrupted")
+    assert interrupted["message_id"] == "m1"
+    if halt == "interrupt":  # the new message's turn follows and sees the halted one
+        assert len(fake.requests) == 2
+        assert "actually, stop" in fake.requests[1].last_user_text
+        assert "tell me a story" not in fake.requests[1].last_user_text  # given once, as new
+        assert "(Interrupted by a newer message.)" in str(fake.requests[1].messages)
 
 
 def test_stop_runs_at_once_and_stops_the_turn_at_its_next_safe_point(fake, home, env, threads):
