@@ -128,7 +128,13 @@ class CommandContext:
         return self.entry.id
 
     def current(self) -> Conversation | None:
-        """The channel's current conversation: the one its next message goes to."""
+        """The conversation the command is about: the open one its message names (a web
+        page's composer names its own), else the channel's current one, where its next
+        message goes (none after ``/new``)."""
+        named = self.entry.message.conversation
+        found = self.parts.store.conversation(named) if named else None
+        if found is not None and not found.ended:
+            return found
         return self.parts.conversations.current(self.channel)
 
 

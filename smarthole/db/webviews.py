@@ -39,6 +39,17 @@ class Said:
 
 
 @dataclass(frozen=True)
+class CommandSaid:
+    """A command a person sent in a conversation's channel (``/status``), and its reply."""
+
+    text: str  # the message as sent
+    reply: str
+    ok: bool
+    sent_at: datetime  # when the ledger took the message
+    answered_at: datetime
+
+
+@dataclass(frozen=True)
 class TaskStep:
     """One row of a task's tool loop: a model reply or a tool result, with its agent turn."""
 
@@ -119,6 +130,44 @@ class WebViews:
                 by_turn.get(turn) or self._imported_only(conversation_id, turn, fallback)
             )
         return ordered
+
+    def commands(self, conversation_id: str, since: datetime | None = None) -> list[CommandSaid]:
+        """The commands answered in this conversation (``since`` a time, if given), oldest
+        first: they are no turn, so the turns' reads never hold them."""
+        rows = self.store.query(
+            "SELECT o.text AS reply, o.created_at, o.extra, i.received_at, "
+            "json_extract(i.payload, '$.text') AS sent FROM outbox o "
+            "JOIN inbox i ON i.message_id = o.in_reply_to "
+            f"WHERE o.conversation_id = ? AND o.kind = {OutboxKind.COMMAND.sql} "
+            f"AND o.turn IS NULL AND o.state != {OutboxState.PLANNED.sql} ORDER BY o.created_at",
+            (conversation_id,),
+        )
+        found = []
+        for row in rows:
+            answered_at = parse_time(row["created_at"])
+            if since is not None and answered_at < since:
+                continue
+            extra = json.loads(row["extra"] or "{}")
+            found.append(
+                CommandSaid(
+                    text=str(row["sent"] or ""),
+                    reply=row["reply"],
+                    ok=extra.get("ok") is not False,
+                    sent_at=parse_time(row["received_at"]),
+                    answered_at=answered_at,
+                )
+            )
+        return found
+
+    def turn_starts(self, conversation_id: str, first: int, last: int) -> dict[int, datetime]:
+        """When each of turns ``first..last`` began: its first message from the person."""
+        rows = self.store.query(
+            "SELECT turn, MIN(created_at) AS at FROM message_rows "
+            f"WHERE conversation = ({CONVERSATION_KEY}) AND turn BETWEEN ? AND ? "
+            f"AND kind = {USER} GROUP BY turn",
+            (conversation_id, first, last),
+        )
+        return {row["turn"]: from_micros(row["at"]) for row in rows}
 
     def _imported_only(self, conversation_id: str, turn: int, fallback: list[Said]) -> list[Said]:
         """The stored reply stands in only for an imported turn (one that wrote no outbox)."""

@@ -30,7 +30,7 @@ from ..db.usage import UsageTotals
 from ..db.webviews import Said, TaskStep, WebViews
 from ..errors import UsageError
 from ..formats import iso
-from .transcript import decision, insert_by_time
+from .transcript import COMMAND_SENT, add_commands, decision, insert_by_time
 
 PAGE_SIZE = 50  # conversations on a page of the list
 SEARCH_HITS = 50  # hits a search shows
@@ -293,6 +293,7 @@ class Reader:
         for approval in self.approvals.of_conversation(conversation.id):
             if first <= approval.turn <= last and not approval.waiting:
                 insert_by_time(grouped.setdefault(approval.turn, []), decision(approval))
+        add_commands(grouped, self.views, conversation.id, first, last)
         return [HumanTurn(n, grouped[n]) for n in sorted(grouped)]
 
     # -- the right pane ---------------------------------------------------------------------
@@ -347,7 +348,7 @@ class Reader:
 def said_dict(said: Said, *, pending: bool = False) -> dict[str, Any]:
     return {
         "turn": said.turn,
-        "role": "human" if said.kind == "user" else "agent",
+        "role": "human" if said.kind in ("user", COMMAND_SENT) else "agent",
         "kind": "response" if said.kind == "assistant" else str(said.kind),
         "text": said.text,
         "at": iso(said.created_at),

@@ -86,21 +86,22 @@ class CommandRunner:
                 reply = _as_reply(command.handler(context))
                 if not reply.ok:
                     raise _Refused(reply)
-                return self._plan(entry, command.name, reply, item_id, db)
+                return self._plan(context, reply, item_id, db)
         except _Refused as refused:
             reply = refused.reply
         except Exception as exc:  # a broken command: its changes undone, the person told
             logger.exception("message command /%s of message %s failed", command.name, entry.id)
             reply = CommandReply(f"/{command.name} failed: {type(exc).__name__}: {exc}", ok=False)
         with self.store.transaction() as db:
-            return self._plan(entry, command.name, reply, item_id, db)
+            return self._plan(context, reply, item_id, db)
 
     def _plan(
-        self, entry: LedgerEntry, name: str, reply: CommandReply, item_id: str, db: Any
+        self, context: CommandContext, reply: CommandReply, item_id: str, db: Any
     ) -> OutboxItem:
+        entry, name = context.entry, context.name
         conversation = reply.conversation
         if conversation is None:
-            current = self.parts.conversations.current(entry.channel)
+            current = context.current()
             conversation = current.id if current is not None else None
         item = self.outbox.item(
             item_id,
@@ -122,8 +123,14 @@ class CommandRunner:
             db=db,
             command=name,
             ok=reply.ok,
+            **_queued(reply),
         )
         return item
+
+
+def _queued(reply: CommandReply) -> dict[str, Any]:
+    """The event's ``next``: the message the command queued, when it queued one."""
+    return {"next": reply.follow} if reply.follow else {}
 
 
 def _as_reply(answer: CommandReply | str) -> CommandReply:

@@ -121,7 +121,7 @@ async function postJSON(url, body) {
 
 // Events that end what a message sent from the composer waits for: its turn ended, or the
 // turn now waits for the person (a question is a completed turn; an approval waits).
-const ENDS = ["turn_completed", "turn_failed", "duplicate_skipped", "approval_requested"];
+const ENDS = ["turn_completed", "turn_failed", "duplicate_skipped", "approval_requested", "command_run"];
 
 function listPage(fragmentUrl, wanted) {
   const slot = main.querySelector('[data-live="list"]');
@@ -270,7 +270,9 @@ function conversationPage() {
     if (!id) return;
     const since = Number.isFinite(fromTurn) ? fromTurn : Number(main.dataset.turn || 1);
     fromTurn = Infinity;
-    apply(await getJSON(`/c/${id}/live?from_turn=${since}&turn=${teamTurn}`));
+    const asked = id;
+    const live = await getJSON(`/c/${asked}/live?from_turn=${since}&turn=${teamTurn}`);
+    if (asked === id) apply(live); // not if the page moved on meanwhile (/new)
   });
 
   // The first message of a new conversation made it: this page becomes its page, in place.
@@ -284,10 +286,32 @@ function conversationPage() {
   };
   addEventListener("popstate", () => location.reload()); // back to /new: show what the URL says
 
+  // A command that moved the channel: /resume goes to its conversation; /new ended this one,
+  // so the page becomes the new conversation's, which its text (if any) starts.
+  const followCommand = (event) => {
+    if (event.conversation) {
+      location.assign(`/c/${event.conversation}`);
+      return;
+    }
+    id = "";
+    main.dataset.conversation = "";
+    turns.replaceChildren();
+    main.querySelector(".bar-slot").replaceChildren();
+    history.pushState(null, "", `/new?channel=${encodeURIComponent(main.dataset.channel || "")}`);
+    composer.placeholder = "Write the first message";
+    note.textContent = event.next ? "" : "Your next message starts a new conversation.";
+    pending = event.next || null;
+    updateComposer();
+  };
+
   // What an event of the message sent from here says about it.
   const track = (event) => {
     if (pending === null || event.message_id !== pending) return;
     if (!id && event.conversation) showNewConversation(event.conversation);
+    else if (event.type === "command_run" && event.conversation !== id) {
+      followCommand(event);
+      return;
+    }
     if (event.type === "message_rejected") {
       note.textContent = `Not sent: ${event.reason}`;
       pending = null;
