@@ -2,7 +2,7 @@
 
 Checked here, at start: the hosts, ports and TLS modes, the allow list's shape, and that the
 password is named (an environment variable or a 0600 file), never given. The password itself
-is read when the channel starts, never kept in the config.
+is read when the channel starts, never kept in the config; so is ``ca_file`` (it must exist).
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ class EmailSettings:
     smtp_port: int = setting(465, "The SMTP port (465 with tls, 587 with starttls).", minimum=1)
     smtp_tls: str = setting("tls", 'SMTP encryption: "tls", "starttls" or "none" (127.0.0.1).')
     smtp_user: str = setting("", "The SMTP login; empty means imap_user.")
+    ca_file: str = setting(
+        "",
+        "A PEM file of CAs to trust instead of the system's (a private CA); empty: the system's.",
+    )
     password_env: str = setting(
         "SMARTHOLE_MAIL_PASSWORD", "The environment variable holding the password."
     )

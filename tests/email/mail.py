@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import smtplib
 import uuid
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smarthole.cli import main
 
 from .servers import Dovecot, MailServer
 
@@ -51,6 +58,13 @@ def send(smtp: MailServer, message: EmailMessage, *, envelope: str | None = None
     return str(message["Message-ID"])
 
 
+def send_directly(dovecot: Dovecot, message: EmailMessage) -> None:
+    """Into the agent's folder past the SMTP server, stamped as the MX stamps it."""
+    sender = message["From"].addresses[0].addr_spec
+    stamp = f"Authentication-Results: mx.test; spf=pass smtp.mailfrom={sender}\r\n"
+    dovecot.deliver(AGENT, stamp.encode() + bytes(message))
+
+
 def replies(dovecot: Dovecot, user: str = ME) -> list[EmailMessage]:
     """The agent's replies in ``user``'s Maildir, in the order they were sent."""
     return dovecot.mails(user)
@@ -64,3 +78,10 @@ def plain(message: EmailMessage) -> str:
     body = message.get_body(("plain",))
     assert body is not None
     return str(body.get_content())
+
+
+def channel_status(home: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The email channel's entry of ``smarthole status --json``."""
+    assert main(["status", "--json", "--home", str(home)]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["channels"]
+    return dict(found)

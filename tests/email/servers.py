@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from .certs import Certs
+
 DOVECOT = Path("/usr/sbin/dovecot")
 LDA = Path("/usr/lib/dovecot/dovecot-lda")
 REQUIRE_ENV = "SMARTHOLE_REQUIRE_DOVECOT"
@@ -40,7 +42,7 @@ state_dir = {root}/state
 log_path = {root}/dovecot.log
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+{ssl}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 default_login_user = {user}
@@ -62,7 +64,9 @@ service imap-login {{
     port = {port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {tls_port}
+    ssl = yes
   }}
   chroot =
 }}
@@ -99,13 +103,18 @@ def wait_until(predicate: Any, timeout: float, what: str) -> Any:
 
 
 class Dovecot:
-    """An unprivileged Dovecot on 127.0.0.1 with passwd-file users and Maildirs."""
+    """An unprivileged Dovecot on 127.0.0.1 with passwd-file users and Maildirs.
 
-    def __init__(self, users: Iterable[str]) -> None:
+    Given ``certs``, TLS is required (``ssl = required``: no login without it): ``port``
+    speaks STARTTLS and ``tls_port`` implicit TLS, with the certificate ``certs`` made.
+    """
+
+    def __init__(self, users: Iterable[str], certs: Certs | None = None) -> None:
         # Short (unix sockets live in base_dir) and reachable by the unprivileged user.
         self.root = Path(tempfile.mkdtemp(prefix="shdv-", dir="/tmp"))
         self.root.chmod(0o755)
         self.port = free_port()
+        self.tls_port = free_port() if certs is not None else 0
         self.users = {user: user.partition("@")[0] for user in users}
         as_root = os.geteuid() == 0
         account = pwd.getpwnam("nobody") if as_root else pwd.getpwuid(os.geteuid())
@@ -127,10 +136,20 @@ class Dovecot:
                 uid=account.pw_uid,
                 gid=account.pw_gid,
                 port=self.port,
+                tls_port=self.tls_port,
+                ssl=self._ssl(certs),
             )
         )
         self._own()
         self.process: subprocess.Popen[bytes] | None = None
+
+    def _ssl(self, certs: Certs | None) -> str:
+        if certs is None:
+            return "ssl = no"
+        # Copied in: the test's tmp_path is not readable by the unprivileged instance.
+        shutil.copy(certs.cert, self.root / "cert.pem")
+        shutil.copy(certs.key, self.root / "key.pem")
+        return f"ssl = required\nssl_cert = <{self.root}/cert.pem\nssl_key = <{self.root}/key.pem"
 
     def _own(self) -> None:
         """Run as root: what the test wrote becomes the instance's (Dovecot renames meanwhile)."""
@@ -238,20 +257,54 @@ def _group_name(gid: int) -> str:
 
 
 class MailServer:
-    """aiosmtpd as the MX (stamping Authentication-Results) and the relay, into Dovecot."""
+    """aiosmtpd as the MX (stamping Authentication-Results) and the relay, into Dovecot.
 
-    def __init__(self, dovecot: Dovecot) -> None:
+    ``tls``: "none", "tls" (implicit, the whole connection) or "starttls" (required before
+    any mail), with the certificate ``certs`` made.
+    """
+
+    def __init__(self, dovecot: Dovecot, tls: str = "none", certs: Certs | None = None) -> None:
         from aiosmtpd.controller import Controller
 
         self.dovecot = dovecot
         self.received: list[tuple[str, list[str], bytes]] = []
         self.received_at: list[float] = []  # time.perf_counter() of each, for the bench
+        self.encrypted: list[bool] = []  # whether each came over TLS
+        self.logins: list[str] = []  # each accepted AUTH's user
         self.refuse_with: str | None = None  # an SMTP answer to give instead of taking mail
         self.port = free_port()
+        options: dict[str, Any] = {}
+        if tls != "none":
+            assert certs is not None, "a TLS server needs its certificate"
+            context = certs.server_context()
+            # aiosmtpd offers AUTH over STARTTLS only unless told the whole connection is TLS.
+            options = (
+                {"ssl_context": context, "auth_require_tls": False}
+                if tls == "tls"
+                else {"tls_context": context, "require_starttls": True}
+            )
         self.controller = Controller(
-            self, hostname="127.0.0.1", port=self.port, data_size_limit=200 * 1024 * 1024
+            self,
+            hostname="127.0.0.1",
+            port=self.port,
+            data_size_limit=200 * 1024 * 1024,
+            authenticator=self._authenticate,  # offered by aiosmtpd only over TLS
+            **options,
         )
         self.controller.start()
+
+    def _authenticate(
+        self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any
+    ) -> Any:
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        known = isinstance(auth_data, LoginPassword) and (
+            auth_data.login.decode() in self.dovecot.users
+            and auth_data.password.decode() == PASSWORD
+        )
+        if known:
+            self.logins.append(auth_data.login.decode())
+        return AuthResult(success=known)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         if self.refuse_with is not None:
@@ -265,6 +318,7 @@ class MailServer:
             if recipient.lower() not in self.dovecot.users:
                 return f"550 no mailbox {recipient}"
         self.received.append((sender, list(envelope.rcpt_tos), content))
+        self.encrypted.append(server.transport.get_extra_info("ssl_object") is not None)
         self.received_at.append(time.perf_counter())
         for recipient in envelope.rcpt_tos:
             self.dovecot.deliver(recipient.lower(), stamp.encode() + content, sender or "<>")

@@ -9,7 +9,8 @@ from smarthole.testing import text, tool_use
 from tests.helpers import image_bytes, pdf_bytes, wait_for
 
 from .conftest import enable_email
-from .mail import AGENT, distinct, mail, plain, replies, send
+from .mail import AGENT, distinct, mail, plain, replies, send, send_directly
+from .mail import channel_status as channel
 
 
 def test_a_mail_is_answered_in_its_thread(home, fake, mail_env, threads, dovecot, smtp, capsys):
@@ -29,12 +30,6 @@ def test_a_mail_is_answered_in_its_thread(home, fake, mail_env, threads, dovecot
     (channel,) = json.loads(capsys.readouterr().out)["channels"]
     assert channel["name"] == "email" and channel["state"] == "connected"
     assert len(distinct(replies(dovecot))) == 1
-
-
-def channel(home, capsys) -> dict:
-    assert main(["status", "--json", "--home", str(home)]) == 0
-    (found,) = json.loads(capsys.readouterr().out)["channels"]
-    return found
 
 
 def test_dovecot_restarted_while_idle_misses_nothing(
@@ -71,13 +66,6 @@ def test_an_smtp_failure_is_retried_with_the_same_message_id_and_shown_meanwhile
     (reply,) = wait_for(lambda: replies(dovecot), 30, "the reply after the retry")
     assert plain(reply).strip() == "Sent at last."
     assert channel(home, capsys)["waiting"] == 0
-
-
-def send_directly(dovecot, message) -> None:
-    """Into the agent's folder past the SMTP server, stamped as the MX stamps it."""
-    sender = message["From"].addresses[0].addr_spec
-    stamp = f"Authentication-Results: mx.test; spf=pass smtp.mailfrom={sender}\r\n"
-    dovecot.deliver(AGENT, stamp.encode() + bytes(message))
 
 
 def test_attachments_become_the_messages_attachments(home, fake, mail_env, threads, dovecot, smtp):

@@ -23,6 +23,7 @@ from .imap import ERRORS, Account, Mailbox
 from .intake import SENT, MailIntake
 from .secret import read_password
 from .smtp import Sender, Server, SmtpFailure
+from .tls import client_context, untrusted
 
 if TYPE_CHECKING:
     from ...channels import ChannelHost, Delivery
@@ -56,6 +57,7 @@ class EmailChannel(Channel):
         password = read_password(
             settings.password_env, settings.password_file, self.env, self.home_root
         )
+        context = client_context(settings.ca_file, self.home_root)
         self.account = Account(
             settings.imap_host,
             settings.imap_port,
@@ -63,9 +65,15 @@ class EmailChannel(Channel):
             settings.login,
             password,
             settings.folder,
+            context,
         )
         self.server = Server(
-            settings.smtp_host, settings.smtp_port, settings.smtp_tls, settings.smtp_login, password
+            settings.smtp_host,
+            settings.smtp_port,
+            settings.smtp_tls,
+            settings.smtp_login,
+            password,
+            context,
         )
         self.intake = MailIntake(host, settings)
         host.records.prune(host.now())
@@ -207,4 +215,7 @@ def _title(store: Store, conversation: str, origin: dict[str, object]) -> None:
 
 
 def _describe(exc: BaseException) -> str:
+    refused = untrusted(exc)
+    if refused is not None:
+        return refused
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -30,6 +30,7 @@ class Account:
     user: str
     password: str
     folder: str
+    context: ssl.SSLContext | None = None  # verifying; the system's CAs when None
 
 
 class Mailbox:
@@ -38,7 +39,9 @@ class Mailbox:
     def __init__(self, account: Account) -> None:
         from imapclient import IMAPClient  # only a home with [email] enabled loads it
 
-        context = ssl.create_default_context() if account.tls != "none" else None
+        context = None
+        if account.tls != "none":
+            context = account.context or ssl.create_default_context()
         self.client: Any = IMAPClient(
             account.host,
             port=account.port,

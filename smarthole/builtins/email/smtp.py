@@ -14,6 +14,7 @@ from email.message import EmailMessage
 from types import TracebackType
 
 from ...errors import SmartholeError
+from .tls import untrusted
 
 TIMEOUT = 30.0
 
@@ -29,6 +30,7 @@ class Server:
     tls: str  # tls, starttls or none
     user: str
     password: str
+    context: ssl.SSLContext | None = None  # verifying; the system's CAs when None
 
 
 class Sender:
@@ -40,7 +42,7 @@ class Sender:
 
     def __enter__(self) -> Sender:
         server = self.server
-        context = ssl.create_default_context()
+        context = server.context or ssl.create_default_context()
         try:
             if server.tls == "tls":
                 self.smtp = smtplib.SMTP_SSL(
@@ -85,6 +87,9 @@ class Sender:
 
 
 def _reason(exc: BaseException) -> str:
+    refused = untrusted(exc)
+    if refused is not None:
+        return refused
     if isinstance(exc, smtplib.SMTPResponseException):
         said = exc.smtp_error
         text = said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
