@@ -54,6 +54,11 @@ EVENT_TYPES = (
     "command_run",
     "message_collected",
     "message_steered",
+    "channel_connected",
+    "channel_disconnected",
+    "mail_refused",
+    "delivery_failed",
+    "delivery_sent",
 )
 
 

@@ -85,3 +85,12 @@ def channel_status(home: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, 
     assert main(["status", "--json", "--home", str(home)]) == 0
     (found,) = json.loads(capsys.readouterr().out)["channels"]
     return dict(found)
+
+
+def channel_events(
+    home: Path, capsys: pytest.CaptureFixture[str], type: str
+) -> list[dict[str, Any]]:
+    """The email channel's events of ``type``, as ``smarthole events --json`` prints them."""
+    assert main(["events", "--json", "--limit", "1000", "--home", str(home)]) == 0
+    found = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return [event for event in found if event["type"] == type and event["channel"] == "email"]

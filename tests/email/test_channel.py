@@ -9,7 +9,7 @@ from smarthole.testing import text, tool_use
 from tests.helpers import image_bytes, pdf_bytes, wait_for
 
 from .conftest import enable_email
-from .mail import AGENT, distinct, mail, plain, replies, send, send_directly
+from .mail import AGENT, channel_events, distinct, mail, plain, replies, send, send_directly
 from .mail import channel_status as channel
 
 
@@ -30,6 +30,11 @@ def test_a_mail_is_answered_in_its_thread(home, fake, mail_env, threads, dovecot
     (channel,) = json.loads(capsys.readouterr().out)["channels"]
     assert channel["name"] == "email" and channel["state"] == "connected"
     assert len(distinct(replies(dovecot))) == 1
+    (connected,) = channel_events(home, capsys, "channel_connected")
+    assert connected["folder"] == "INBOX" and connected["tls"] == "none"
+    (sent_event,) = channel_events(home, capsys, "delivery_sent")
+    assert sent_event["mail_id"] == reply["Message-ID"] and sent_event["attempt"] == 1
+    assert sent_event["conversation"] and sent_event["kind"] == "response"
 
 
 def test_dovecot_restarted_while_idle_misses_nothing(
@@ -48,6 +53,9 @@ def test_dovecot_restarted_while_idle_misses_nothing(
     wait_for(lambda: len(replies(dovecot)) == 2, 60, "the second reply")
     assert [plain(r).strip() for r in replies(dovecot)] == ["First.", "Second."]
     wait_for(lambda: channel(home, capsys)["state"] == "connected", 30, "connected again")
+    (lost,) = channel_events(home, capsys, "channel_disconnected")
+    assert lost["reason"].startswith("the IMAP connection ended")
+    assert len(channel_events(home, capsys, "channel_connected")) == 2
 
 
 def test_an_smtp_failure_is_retried_with_the_same_message_id_and_shown_meanwhile(
@@ -66,6 +74,10 @@ def test_an_smtp_failure_is_retried_with_the_same_message_id_and_shown_meanwhile
     (reply,) = wait_for(lambda: replies(dovecot), 30, "the reply after the retry")
     assert plain(reply).strip() == "Sent at last."
     assert channel(home, capsys)["waiting"] == 0
+    failed = channel_events(home, capsys, "delivery_failed")
+    assert failed and failed[0]["attempt"] == 1 and failed[0]["error"].startswith("451")
+    (sent_event,) = channel_events(home, capsys, "delivery_sent")
+    assert sent_event["attempt"] == len(failed) + 1
 
 
 def test_attachments_become_the_messages_attachments(home, fake, mail_env, threads, dovecot, smtp):

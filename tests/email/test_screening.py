@@ -13,8 +13,9 @@ from smarthole.cli import main
 from smarthole.testing import text
 from tests.helpers import wait_for
 
-from .conftest import enable_email
-from .mail import AGENT, mail, replies, send
+from .conftest import ME, enable_email
+from .mail import AGENT, channel_events, mail, replies, send
+from .mail import channel_status as channel
 from .servers import PASSWORD
 
 
@@ -23,12 +24,6 @@ def unseen(dovecot, folder: str = "INBOX") -> list[int]:
         client.login(AGENT, PASSWORD)
         client.select_folder(folder, readonly=True)
         return client.search(["UNSEEN"])
-
-
-def channel(home, capsys) -> dict:
-    assert main(["status", "--json", "--home", str(home)]) == 0
-    (found,) = json.loads(capsys.readouterr().out)["channels"]
-    return found
 
 
 def test_refused_mail_never_reaches_the_model_and_is_left_unread(
@@ -54,6 +49,10 @@ def test_refused_mail_never_reaches_the_model_and_is_left_unread(
     assert found["details"]["refused"] == 6
     main(["status", "--home", str(home)])
     assert "channel email: connected · 6 refused" in capsys.readouterr().out
+    refused = channel_events(home, capsys, "mail_refused")
+    assert len(refused) == 6 and all(event["reason"] for event in refused)
+    assert {event["sender"] for event in refused} == {"stranger@elsewhere.test", ME, AGENT}
+    assert "let me in" not in json.dumps(refused), "no body in an event"
 
 
 def test_a_refused_mail_moves_to_the_refused_folder_when_one_is_set(

@@ -108,20 +108,31 @@ class EmailChannel(Channel):
                 failures += 1
                 self._lost(f"cannot connect to {self.account.host}: {_describe(exc)}", failures)
                 continue
+            reason = "smarthole is stopping"
             try:
-                self.host.set_status(ChannelState.CONNECTED, last_error=None)
+                self._connected()
                 failures = 0
                 self._serve(box)
             except ERRORS as exc:
                 failures += 1
-                self._lost(f"the IMAP connection ended: {_describe(exc)}", failures)
+                reason = f"the IMAP connection ended: {_describe(exc)}"
             except Exception:  # a bug or a fault of the store: logged, retried like a loss
                 failures += 1
                 logger.exception("email: reading the folder failed")
-                self._lost("reading the folder failed (see the log)", failures)
+                reason = "reading the folder failed (see the log)"
             finally:
                 box.close()
+            self._lost(reason, failures, connected=True)
         self.host.set_status(ChannelState.DISABLED, last_error="smarthole is stopping")
+
+    def _connected(self) -> None:
+        """The state and its event in one commit: whoever sees one sees the other."""
+        account = self.account
+        with self.host.records.store.transaction():
+            self.host.set_status(ChannelState.CONNECTED, last_error=None)
+            self.host.event(
+                "channel_connected", imap_host=account.host, folder=account.folder, tls=account.tls
+            )
 
     def _serve(self, box: Mailbox) -> None:
         """A full check, then IDLE and a check after each change, until stopped."""
@@ -131,12 +142,20 @@ class EmailChannel(Channel):
             self.woken.set()  # an unusable mail's answer may wait
             box.wait(wait, self.stopping)
 
-    def _lost(self, reason: str, failures: int) -> None:
-        if self.stopping.is_set():
+    def _lost(self, reason: str, failures: int, *, connected: bool = False) -> None:
+        """A connection failed (or ``connected``: one that was up ended); a wait, unless
+        stopping. The event tells only of a connection that was up, as the desktop bridge's:
+        an outage is one event, however often the reconnect fails."""
+        stopping = self.stopping.is_set()
+        with self.host.records.store.transaction():
+            if connected:
+                self.host.event("channel_disconnected", reason=reason)
+            if not stopping:
+                self.host.set_status(ChannelState.ERROR, last_error=reason)
+        if stopping:
             return
         delay = RECONNECT.delay(failures)
         logger.warning("email: %s; trying again in %.1fs", reason, delay)
-        self.host.set_status(ChannelState.ERROR, last_error=reason)
         self.stopping.wait(delay)
 
     # -- out ---------------------------------------------------------------------------------
@@ -178,7 +197,7 @@ class EmailChannel(Channel):
                     self._send_one(smtp, delivery)
         except SmtpFailure as exc:  # no connection: every one of them waits for the next try
             for delivery in self.host.due():
-                self.host.failed(delivery, str(exc))
+                self._failed(delivery, str(exc))
 
     def _send_one(self, smtp: Sender, delivery: Delivery) -> None:
         recipient = delivery.origin.get("from")
@@ -201,10 +220,23 @@ class EmailChannel(Channel):
         try:
             smtp.send(message, self.settings.address, recipient)
         except SmtpFailure as exc:
-            self.host.failed(delivery, str(exc))
+            self._failed(delivery, str(exc))
             return
-        self.host.sent(delivery, message_id=message_id)
+        with self.host.records.store.transaction():
+            self.host.sent(delivery, message_id=message_id)
+            self.host.event("delivery_sent", mail_id=message_id, **_about(delivery))
         logger.info("email: sent %s to %s as %s", delivery.outbox_id, recipient, message_id)
+
+    def _failed(self, delivery: Delivery, error: str) -> None:
+        with self.host.records.store.transaction():
+            self.host.failed(delivery, error)
+            self.host.event("delivery_failed", error=error, **_about(delivery))
+
+
+def _about(delivery: Delivery) -> dict[str, object]:
+    """The fields of a delivery's events: where it belongs, which try this was."""
+    named = ("conversation", "message_id", "outbox_id", "kind")
+    return {**{name: getattr(delivery, name) for name in named}, "attempt": delivery.attempts + 1}
 
 
 def _title(store: Store, conversation: str, origin: dict[str, object]) -> None:

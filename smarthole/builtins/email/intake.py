@@ -141,11 +141,15 @@ class MailIntake:
         """Never reaches the model, never answered; left unread (or moved), counted once."""
         sender = mail.sender if mail is not None else None
         logger.warning("email: refused %s from %s: %s", key, sender or "?", reason)
-        self.data.set(REFUSED + key, {"reason": reason, "from": sender, "at": iso(self.host.now())})
-        status = self.host.records.status()
-        self.host.records.update_status(
-            refused=int(status.get("refused", 0)) + 1, last_refused=f"{sender or '?'}: {reason}"
-        )
+        with self.host.records.store.transaction():  # the record, the count and the event
+            self.data.set(
+                REFUSED + key, {"reason": reason, "from": sender, "at": iso(self.host.now())}
+            )
+            status = self.host.records.status()
+            self.host.records.update_status(
+                refused=int(status.get("refused", 0)) + 1, last_refused=f"{sender or '?'}: {reason}"
+            )
+            self.host.event("mail_refused", reason=reason, sender=sender, mail=key)
         if self.settings.refused_folder:
             box.move(uid, self.settings.refused_folder)
 
