@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 from ...backoff import Backoff
 from ...channels import Channel, ChannelState
 from ...channels.host import due_in
+from ...formats import iso
 from .compose import compose, reply_message_id
 from .imap import ERRORS, Account, Mailbox
 from .intake import SENT, MailIntake
+from .prune import Pruner
 from .secret import read_password
 from .smtp import Sender, Server, SmtpFailure
 from .tls import client_context, untrusted
@@ -76,6 +78,7 @@ class EmailChannel(Channel):
             context,
         )
         self.intake = MailIntake(host, settings)
+        self.pruner = Pruner(host)
         host.records.prune(host.now())
         host.set_status(
             ChannelState.CONNECTING, address=settings.address, folder=settings.folder,
@@ -138,6 +141,7 @@ class EmailChannel(Channel):
         """A full check, then IDLE and a check after each change, until stopped."""
         wait = min(self.settings.check_seconds, IDLE_MAX)
         while not self.stopping.is_set():
+            self.pruner.maybe(box)
             self.intake.check(box)
             self.woken.set()  # an unusable mail's answer may wait
             box.wait(wait, self.stopping)
@@ -212,7 +216,7 @@ class EmailChannel(Channel):
                 "conversation": delivery.conversation,
                 "approval": delivery.extra.get("approval"),
                 "args_hash": delivery.extra.get("args_hash"),
-                "at": self.host.records.store.now(),
+                "at": iso(self.host.now()),
             },
         )
         if delivery.conversation and delivery.origin.get("new_thread"):

@@ -71,6 +71,10 @@ class Mailbox:
     def unseen(self) -> list[int]:
         return sorted(int(uid) for uid in self.client.search(["UNSEEN"]))
 
+    def uids(self) -> list[int]:
+        """Every UID in the folder, read or not."""
+        return sorted(int(uid) for uid in self.client.search(["ALL"]))
+
     def size(self, uid: int) -> int:
         found = self.client.fetch([uid], ["RFC822.SIZE"]).get(uid, {})
         return int(found.get(b"RFC822.SIZE", 0))
