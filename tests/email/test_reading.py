@@ -162,7 +162,6 @@ def test_a_bad_email_setting_is_a_config_error(settings_, rule):
     [
         ("email", "me@example.com", "email"),
         ("per-sender", "me@example.com", "email.me@example.com"),
-        ("per-sender", "o'brien@family.example", "email.o_brien@family.example"),
     ],
 )
 def test_the_channel_of_a_mail(tmp_path, mode, sender, channel):

@@ -82,7 +82,7 @@ class EmailChannel(Channel):
         host.records.prune(host.now())
         host.set_status(
             ChannelState.CONNECTING, address=settings.address, folder=settings.folder,
-            last_error=None,
+            mode=settings.channel, last_error=None,
         )  # fmt: skip
         for target, name in ((self._read, "in"), (self._send, "out")):
             thread = threading.Thread(target=target, name=f"smarthole-email-{name}", daemon=True)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...channels import Delivery, Incoming
 from ...errors import MessageError
 from ...formats import iso
+from ...pipeline.message import CHANNEL_PATTERN
 from .mailparse import Mail, parse_mail
 from .screening import refusal, unusable
 
@@ -32,7 +33,9 @@ logger = logging.getLogger(__name__)
 SENT = "sent:"  # sent:<Message-ID> -> the thread a reply of ours belongs to
 REFUSED = "refused:"  # refused:<folder/uidvalidity/uid> -> why
 MAX_REFERENCES = 20
-UNSAFE_IN_CHANNEL = re.compile(r"[^\w.@+-]")
+LISTED_SENDERS = 20
+UNSAFE_IN_CHANNEL = re.compile(r"[^\w.+-]")  # and no @: see sender_channel
+READABLE = 40  # "email." + 40 + "-" + 16 hex digits: 63, within CHANNEL_PATTERN's 64
 ANSWER = re.compile(r"^\s*(approve\s+always|approve|deny)\b[\s:,.-]*(.*)\Z", re.IGNORECASE)
 
 
@@ -86,9 +89,11 @@ class MailIntake:
         problem = f"it is {size} bytes (at most {limit})" if too_large else unusable(mail)
         if problem is None:
             try:
-                taken = self.host.take(self.incoming(mail, key))
+                incoming = self.incoming(mail, key)
+                taken = self.host.take(incoming)
                 if taken.duplicate:
                     logger.info("email: %s was taken before; marking it seen", key)
+                self.list_sender(incoming.channel)
             except MessageError as exc:
                 problem = str(exc)
         if problem is not None:
@@ -133,7 +138,15 @@ class MailIntake:
     def channel_for(self, sender: str) -> str:
         if self.settings.channel != "per-sender":
             return "email"
-        return ("email." + UNSAFE_IN_CHANNEL.sub("_", sender))[:64]
+        return sender_channel(sender)
+
+    def list_sender(self, channel: str | None) -> None:
+        """Per sender: status lists their channels, the latest first (a bounded list)."""
+        if self.settings.channel != "per-sender" or channel is None:
+            return
+        listed = self.host.records.status().get("senders")
+        others = [c for c in listed if c != channel] if isinstance(listed, list) else []
+        self.host.records.update_status(senders=[channel, *others][:LISTED_SENDERS])
 
     # -- refusing ----------------------------------------------------------------------------
 
@@ -172,6 +185,19 @@ class MailIntake:
             self.host.records.update_status(
                 unusable=int(status.get("unusable", 0)) + 1, last_unusable=reason
             )
+
+
+def sender_channel(sender: str) -> str:
+    """The ledger's channel of a sender: ``email.<address>`` when that is a valid channel name;
+    else a readable part and a hash of the address, with no ``@``. A name of the first kind has
+    exactly one ``@``, so the two kinds never meet (``o'brien@x`` is not ``o_brien@x``)."""
+    address = sender.lower()
+    plain = "email." + address
+    if address.count("@") == 1 and CHANNEL_PATTERN.fullmatch(plain):
+        return plain
+    readable = UNSAFE_IN_CHANNEL.sub("_", address.replace("@", "_"))[:READABLE]
+    digest = hashlib.sha256(address.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"email.{readable}-{digest}"
 
 
 def origin_of(mail: Mail, key: str, *, new_thread: bool) -> dict[str, Any]:
