@@ -11,6 +11,7 @@ import pytest
 from smarthole.builtins.email.imap import Account, Mailbox
 from smarthole.builtins.email.smtp import Sender, Server, SmtpFailure
 from smarthole.builtins.email.tls import client_context
+from smarthole.cli import main
 from smarthole.errors import ConfigError
 from smarthole.testing import text
 from tests.helpers import wait_for
@@ -110,3 +111,13 @@ def test_ca_file_must_exist_and_hold_certificates(tmp_path, certs):
     (tmp_path / "junk.pem").write_text("not a certificate\n")
     with pytest.raises(ConfigError, match="holds no usable PEM certificates"):
         client_context("junk.pem", tmp_path)
+
+
+def test_a_missing_ca_file_stops_the_start_naming_it(
+    home, environ, monkeypatch, dovecot, smtp, capsys
+):
+    monkeypatch.setenv("SMARTHOLE_MAIL_PASSWORD", PASSWORD)
+    enable_email(home, dovecot, smtp, ca_file="no-such-ca.pem")
+    code = main(["run", "--once", "--home", str(home)])
+    assert code != 0
+    assert "no-such-ca.pem does not exist" in capsys.readouterr().err
