@@ -9,11 +9,11 @@ Settings in ``RESTART_ONLY`` are built into long-lived objects at start (the wor
 the watcher, the model client, the plugin list): a change to one of them is logged as needing
 a restart, and the running value is kept, so ``app.config`` always says what the daemon really
 does. What a reload can apply beyond settings, it does: a new file in a plugin folder is
-loaded (settings, tools, ``startup``), and the MCP servers follow ``[mcp]`` (added ones start,
-removed ones stop, changed ones restart, each after its calls in flight). A plugin file that
-changed or went away needs a restart, and is named as one. A config that does not load (bad
-TOML, a bad key, a plugin's settings that do not validate, an unset ``${VAR}``, a new plugin
-that does not import) is logged as one error and changes nothing.
+loaded (settings, tools, message commands, ``startup``), and the MCP servers follow ``[mcp]``
+(added ones start, removed ones stop, changed ones restart, each after its calls in flight).
+A plugin file that changed or went away needs a restart, and is named as one. A config that
+does not load (bad TOML, a bad key, a plugin's settings that do not validate, an unset
+``${VAR}``, a new plugin that does not import) is logged as one error and changes nothing.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ def reload_config(
         new, restart_plugins = plugin_changes(app, loaded_at)
         if new:
             app.add_plugins(new)
+            _add_message_commands(app, list(new))
         app.reconfigure(config)
     except (ConfigError, PluginError) as exc:
         logger.error("reload failed; keeping the running configuration: %s", exc)
@@ -102,6 +103,17 @@ def reload_config(
         logger.warning("%s changed; it takes effect after a restart", name)
     logger.info("configuration reloaded from %s", app.home.config_file)
     return Reloaded(applied, restart)
+
+
+def _add_message_commands(app: App, names: list[str]) -> None:
+    """The message commands of plugins loaded by this reload join the running registry (one
+    not built yet collects every plugin's when it is)."""
+    from ..pipeline.commands import collect_commands
+    from .runtime import Runtime
+
+    root = Runtime.of(app)
+    if "message_commands" in vars(root):  # built: every holder of it sees the new ones
+        collect_commands(app, root.message_commands, only=names)
 
 
 def plugin_changes(app: App, loaded_at: float) -> tuple[dict[str, Path], list[str]]:

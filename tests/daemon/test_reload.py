@@ -17,7 +17,7 @@ from smarthole.daemon.reload import keep_restart_only
 from smarthole.errors import ConfigError
 from smarthole.home import Home
 from smarthole.testing import hold, text
-from tests.helpers import drop, finals, smarthole, wait_for, write_config
+from tests.helpers import drop, finals, read_outbox, smarthole, wait_for, write_config
 
 
 def test_restart_only_settings_keep_their_running_value_and_are_named():
@@ -182,6 +182,32 @@ def test_a_new_plugin_file_is_loaded_by_a_reload(home, fake, env, threads, caplo
     assert fake.requests[-1].tool_results[0]["content"] == "HI!"
     assert daemon_state(home)["restart_needed"] == []
     assert daemon.stop() == 0
+
+
+ECHO_COMMAND = """
+from smarthole import hookimpl
+
+
+@hookimpl
+def register_message_commands(register):
+    register("echo", lambda context: f"echo: {context.args}", "Say it back.", usage="TEXT")
+"""
+
+
+def test_a_new_plugin_files_message_command_answers_after_a_reload(home, fake, env, threads):
+    (home / "plugins").mkdir(exist_ok=True)
+    write_config(home, plugins={"paths": ["plugins"]})
+    fake.default = text("the model")
+    daemon = threads(home, env)
+    drop(home, "/echo before", "m1")  # unknown yet: text for the model
+    wait_for(lambda: finals(home), 10, "the model's reply")
+    (home / "plugins" / "echoing.py").write_text(ECHO_COMMAND)
+    assert main(["reload", "--home", str(home)]) == 0
+    drop(home, "/echo after", "m2")
+    replies = wait_for(lambda: [f for f in read_outbox(home) if f["in_reply_to"] == "m2"], 10)
+    assert daemon.stop() == 0
+    assert (replies[0]["kind"], replies[0].text) == ("command", "echo: after")
+    assert len(fake.requests) == 1  # only /echo before reached the model
 
 
 def test_a_changed_plugin_file_is_named_as_needing_a_restart(home, fake, env, threads):

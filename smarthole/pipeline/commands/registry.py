@@ -118,9 +118,12 @@ def unescaped(text: str) -> str:
     return text
 
 
-def collect_commands(app: App) -> CommandRegistry:
-    """The commands every plugin registers (``register_message_commands``, at startup)."""
-    registry = CommandRegistry()
+def collect_commands(
+    app: App, registry: CommandRegistry | None = None, *, only: list[str] | None = None
+) -> CommandRegistry:
+    """The commands every plugin registers (``register_message_commands``, at startup), or
+    with ``only`` those of the plugins named (loaded by a reload), added to ``registry``."""
+    registry = CommandRegistry() if registry is None else registry
     plugins = app.plugins
 
     def register(
@@ -130,5 +133,8 @@ def collect_commands(app: App) -> CommandRegistry:
             name, handler, help, usage=usage, immediate=immediate, plugin=plugins.calling()
         )
 
-    plugins.call_strict("register_message_commands", register=register, app=app)
+    if only is None:
+        plugins.call_strict("register_message_commands", register=register, app=app)
+    else:
+        plugins.call_strict_for(only, "register_message_commands", register=register, app=app)
     return registry
