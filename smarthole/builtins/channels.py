@@ -70,6 +70,7 @@ def startup(app: PluginApp) -> None:
             attachments=app.config.attachments,
             clock=app.now,
             emit=partial(root.events.emit, channel=channel.name),
+            ledger=root.ledger,
         )
         root.store.plugin_data(KEY).set(channel.name, {"started_at": root.store.now()})
         channel.start(host)

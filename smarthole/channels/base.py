@@ -55,11 +55,17 @@ def derived_message_id(channel: str, external_id: str) -> str:
     return f"{channel[:40]}-{digest.hexdigest()[:32]}"
 
 
+def text_digest(text: str) -> str:
+    """What tells two texts of one external id apart: the text as the inbox keeps it."""
+    return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass(frozen=True)
 class Taken:
     """What :meth:`ChannelHost.take` did: the message's id, and the inbox entry it wrote.
 
-    ``duplicate`` is true when the external id was taken before: nothing was written.
+    ``duplicate`` is true when the external id was taken before (or earlier in the same
+    batch) with the same text: nothing was written.
     """
 
     message_id: str

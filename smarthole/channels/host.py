@@ -1,11 +1,14 @@
 """What smarthole gives a running channel: intake exactly once, deliveries kept, its status.
 
-**Intake** (:meth:`ChannelHost.take`): the record of the external id commits (``taking``)
-before the inbox entry is written (a file, or a folder with the attachments, temp name, fsync,
-rename), and ``taken`` after. A crash between the two writes the entry again when the channel
-offers the message again; the ledger then takes it once (the same id and text is a duplicate).
-The channel acknowledges the message in its own world (a mail marked ``\\Seen``, a frame
-acked) only once ``take`` returned: a crash before leaves it offered again, never lost.
+**Intake** (:meth:`ChannelHost.take`, :meth:`ChannelHost.take_batch` for a burst): the record
+of the external id commits (``taking``) before the inbox entry is written (a file, or a folder
+with the attachments, temp name, fsync, rename), and ``taken`` after. A crash between the two
+writes the entry again when the channel offers the message again; the ledger then takes it
+once (the same id and text is a duplicate). The record keeps the digest of the text: a known
+external id offered with another text is refused (``MessageError``), as the daemon refuses an
+inbox id used again for another message. The channel acknowledges the message in its own world
+(a mail marked ``\\Seen``, a frame acked) only once ``take`` returned: a crash before leaves
+it offered again, never lost.
 
 **Delivery**: an outbox item answering a message the channel brought in is kept as a
 :class:`Delivery` before the channel is woken (:meth:`keep`); the channel sends what is
@@ -24,16 +27,17 @@ from typing import TYPE_CHECKING, Any
 from ..attachments import accept
 from ..backoff import Backoff
 from ..config import AttachmentSettings
-from ..errors import MessageError
-from ..pipeline.inbox import drop_messages
+from ..errors import MessageError, StoreError
+from ..pipeline.inbox import REUSED_ID, drop_messages
 from ..pipeline.incoming import drop_folder_message
 from ..pipeline.message import parse_message, render_message_file
-from .base import Delivery, Incoming, Taken, derived_message_id
-from .records import ChannelRecords
+from .base import Delivery, Incoming, Taken, derived_message_id, text_digest
+from .records import ChannelRecords, Intake
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
+    from ..db.ledger import Ledger
     from ..db.outbox import OutboxItem
 
 logger = logging.getLogger(__name__)
@@ -54,6 +58,7 @@ class ChannelHost:
     attachments: AttachmentSettings = field(default_factory=AttachmentSettings)
     clock: Callable[[], datetime] | None = None
     emit: Callable[..., object] | None = None  # ``emit(type, **fields)``: an event
+    ledger: Ledger | None = None  # what an id was claimed with, for records without a digest
     retry: Backoff = DELIVERY_RETRY
 
     def now(self) -> datetime:
@@ -64,19 +69,99 @@ class ChannelHost:
     def take(self, incoming: Incoming) -> Taken:
         """Put ``incoming`` into the inbox once; ``MessageError`` says why it cannot be taken
         (nothing is recorded then: offered again, it is refused again)."""
+        (outcome,) = self.take_batch([incoming])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def take_batch(self, batch: Sequence[Incoming]) -> list[Taken | Exception]:
+        """Take messages in order, as one durable batch: what each came to, in the same order.
+
+        One commit of ``taking`` records, the entries (each file synced, the folder once),
+        one commit of ``taken``: a burst costs two commits, not two a message. Each outcome is
+        a :class:`Taken`, a ``MessageError`` (refused: offered again, refused again), a
+        ``StoreError`` (the records could not be written) or an ``OSError`` (the inbox entry
+        could not be written): for those two it is not taken; offer it again later.
+        """
+        planned: dict[str, _Plan] = {}
+        screened = [self._screen(incoming, planned) for incoming in batch]
+        stored = self._store(list(planned.values()))
+        outcomes: list[Taken | Exception] = []
+        for outcome in screened:
+            if isinstance(outcome, _Plan):
+                outcomes.append(stored[outcome.message_id])
+            elif isinstance(outcome, _Again):
+                first = stored[outcome.message_id]
+                again = Taken(outcome.message_id, None, duplicate=True)
+                outcomes.append(first if isinstance(first, Exception) else again)
+            else:
+                outcomes.append(outcome)
+        return outcomes
+
+    def _screen(
+        self, incoming: Incoming, planned: dict[str, _Plan]
+    ) -> Taken | MessageError | _Plan | _Again:
+        """What to do with one message: a duplicate, a refusal, an entry to write, or the
+        same message as one earlier in the batch."""
         external = incoming.external_id
         message_id = self.records.external(external) or incoming.message_id
         message_id = message_id or derived_message_id(self.name, external)
+        digest = text_digest(incoming.text)
+        earlier = planned.get(message_id)
+        if earlier is not None:
+            return _Again(message_id) if earlier.digest == digest else MessageError(REUSED_ID)
         known = self.records.message(message_id)
+        if digest != self._known_digest(message_id, known, digest):
+            return MessageError(REUSED_ID)
         if known is not None and known.get("state") == TAKEN:
+            logger.info("%s: message %s came again; taken once", self.name, message_id)
             return Taken(message_id, None, duplicate=True)
         fields = self._fields(incoming)
-        data = self._checked(message_id, incoming, fields)
-        self.records.intake(message_id, external, TAKING, incoming.keep)
-        path = self._write(message_id, incoming, fields, data)
-        self.records.intake(message_id, external, TAKEN, incoming.keep)
-        logger.info("%s: message %s is in the inbox as %s", self.name, message_id, path.name)
-        return Taken(message_id, path)
+        try:
+            data = self._checked(message_id, incoming, fields)
+        except MessageError as exc:
+            return exc
+        planned[message_id] = _Plan(message_id, incoming, fields, data, digest)
+        return planned[message_id]
+
+    def _known_digest(self, message_id: str, known: dict[str, Any] | None, digest: str) -> str:
+        """The digest of the text ``message_id`` was first taken with; ``digest`` if none.
+
+        A record of a version before digests has none: the ledger has the text once the
+        daemon claimed the entry (so it has for an id an inbox file used).
+        """
+        if known is not None and isinstance(known.get("text_sha256"), str):
+            return str(known["text_sha256"])
+        entry = self.ledger.get(message_id) if self.ledger is not None else None
+        return text_digest(entry.message.text) if entry is not None else digest
+
+    def _store(self, plans: list[_Plan]) -> dict[str, Taken | Exception]:
+        """Records (one commit), entries, records again (one commit): what each came to."""
+        if not plans:
+            return {}
+        try:
+            self.records.intake_batch([plan.record for plan in plans], TAKING)
+        except Exception as exc:  # the store failed: nothing is written, each says so
+            failure = self._unrecorded(exc, len(plans))
+            return {plan.message_id: failure for plan in plans}
+        outcomes: dict[str, Taken | Exception] = {}
+        on_disk: list[tuple[_Plan, Path]] = []
+        for plan, written in zip(plans, self._write(plans), strict=True):
+            if isinstance(written, OSError):
+                outcomes[plan.message_id] = written
+            else:
+                on_disk.append((plan, written))
+        try:
+            self.records.intake_batch([plan.record for plan, _ in on_disk], TAKEN)
+        except Exception as exc:  # written, not recorded taken: offered again, written again
+            failure = self._unrecorded(exc, len(on_disk))
+            return outcomes | {plan.message_id: failure for plan, _ in on_disk}
+        for plan, path in on_disk:
+            logger.info(
+                "%s: message %s is in the inbox as %s", self.name, plan.message_id, path.name
+            )
+            outcomes[plan.message_id] = Taken(plan.message_id, path)
+        return outcomes
 
     def _fields(self, incoming: Incoming) -> dict[str, Any]:
         fields = {
@@ -121,18 +206,38 @@ class ChannelHost:
             accept(name, blob, limits)
         return data
 
-    def _write(
-        self, message_id: str, incoming: Incoming, fields: dict[str, Any], data: bytes
-    ) -> Path:
-        if incoming.attachments:
+    def _unrecorded(self, exc: Exception, count: int) -> StoreError:
+        logger.exception("%s: could not record %d message(s)", self.name, count)
+        if isinstance(exc, StoreError):
+            return exc
+        failure = StoreError(str(exc) or type(exc).__name__)
+        failure.__cause__ = exc
+        return failure
+
+    def _write(self, plans: list[_Plan]) -> list[Path | OSError]:
+        """Each plan's entry: the text files as one batch, a folder for each with attachments."""
+        files = [plan for plan in plans if not plan.incoming.attachments]
+        written = dict(
+            zip(
+                (plan.message_id for plan in files),
+                drop_messages(self.inbox, [(plan.message_id, plan.data) for plan in files]),
+                strict=True,
+            )
+        )
+        for plan in plans:
+            if plan.incoming.attachments:
+                written[plan.message_id] = self._write_folder(plan)
+        return [written[plan.message_id] for plan in plans]
+
+    def _write_folder(self, plan: _Plan) -> Path | OSError:
+        incoming = plan.incoming
+        try:
             return drop_folder_message(
-                self.inbox, incoming.text, list(incoming.attachments), message_id=message_id,
-                **fields,
+                self.inbox, incoming.text, list(incoming.attachments),
+                message_id=plan.message_id, **plan.fields,
             )  # fmt: skip
-        (written,) = drop_messages(self.inbox, [(message_id, data)])
-        if isinstance(written, OSError):
-            raise written
-        return written
+        except OSError as exc:
+            return exc
 
     # -- delivery ------------------------------------------------------------------------------
 
@@ -178,6 +283,29 @@ class ChannelHost:
     def event(self, type: str, **fields: Any) -> None:
         if self.emit is not None:
             self.emit(type, **fields)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A message of a batch to write: its id, what it came as, its front matter and file."""
+
+    message_id: str
+    incoming: Incoming
+    fields: dict[str, Any]
+    data: bytes
+    digest: str
+
+    @property
+    def record(self) -> Intake:
+        incoming = self.incoming
+        return Intake(self.message_id, incoming.external_id, self.digest, incoming.keep)
+
+
+@dataclass(frozen=True)
+class _Again:
+    """The same external id and text as a message earlier in the batch: taken as that one."""
+
+    message_id: str
 
 
 def due_in(host: ChannelHost, most: float) -> float:

@@ -2,10 +2,14 @@
 
 - ``status``: the channel's state and its own fields (URL, last error...), for status.
 - ``message:<message id>``: a message the channel brought in, ``taking`` before its inbox
-  entry is written, ``taken`` after; with the external id and what the channel keeps with it.
+  entry is written, ``taken`` after; with the external id, the digest of its text (the same
+  external id with another text is refused) and what the channel keeps with it.
 - ``external:<sha-256 of the external id>``: the message id an external id was taken as.
 - ``delivery:<outbox id>``: a :class:`Delivery` owed, ``waiting`` (with its failed attempts
   and the next attempt's time) until it is ``sent``.
+
+``prune`` forgets messages (and their external ids) after ``KEEP_MESSAGES`` and sent
+deliveries after ``KEEP_SENT``; a delivery still waiting is never forgotten.
 
 Each write is one SQLite transaction; the daemon's threads and the CLI share the database.
 """
@@ -15,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +40,16 @@ WAITING, SENT = "waiting", "sent"
 # again, and a message older than this will not be answered any more.
 KEEP_SENT = timedelta(days=7)
 KEEP_MESSAGES = timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Intake:
+    """One message's intake record: its id, its external id, its text's digest, its keep."""
+
+    message_id: str
+    external_id: str
+    digest: str | None = None
+    keep: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class ChannelRecords:
@@ -73,15 +89,35 @@ class ChannelRecords:
         value = self.data.get(EXTERNAL + external_key(external_id))
         return value.get("message_id") if isinstance(value, dict) else None
 
-    def intake(self, message_id: str, external_id: str, state: str, keep: dict[str, Any]) -> None:
+    def intake(
+        self,
+        message_id: str,
+        external_id: str,
+        state: str,
+        keep: dict[str, Any],
+        digest: str | None = None,
+    ) -> None:
         """Record a message ``taking`` (before its inbox entry) or ``taken`` (after): one commit."""
+        self.intake_batch([Intake(message_id, external_id, digest, keep)], state)
+
+    def intake_batch(self, entries: Sequence[Intake], state: str) -> None:
+        """Record messages ``taking`` or ``taken``, all in one commit (a burst, one sync)."""
         now = self.store.now()
         with self.store.transaction():
-            self.data.set(
-                MESSAGE + message_id,
-                {"state": state, "received_at": now, "external_id": external_id, "keep": keep},
-            )
-            self.data.set(EXTERNAL + external_key(external_id), {"message_id": message_id})
+            for entry in entries:
+                value: dict[str, Any] = {
+                    "state": state,
+                    "received_at": now,
+                    "external_id": entry.external_id,
+                    "keep": entry.keep,
+                }
+                if entry.digest is not None:
+                    value["text_sha256"] = entry.digest
+                self.data.set(MESSAGE + entry.message_id, value)
+                self.data.set(
+                    EXTERNAL + external_key(entry.external_id),
+                    {"message_id": entry.message_id, "received_at": now},
+                )
 
     def origin(self, message_id: str) -> dict[str, Any]:
         """What the channel kept with message ``message_id`` (``Incoming.keep``)."""
@@ -141,9 +177,17 @@ class ChannelRecords:
         self._update(outbox_id, state=SENT, sent_at=self.store.now(), **fields)
 
     def failed(self, outbox_id: str, error: str, next_at: datetime) -> None:
+        """A send failed: waiting again (also when it was recorded sent just before)."""
         value = self.delivery(outbox_id) or {}
         attempts = int(value.get("attempts", 0)) + 1
-        self._update(outbox_id, attempts=attempts, last_error=error, next_at=iso(next_at))
+        self._update(
+            outbox_id,
+            state=WAITING,
+            sent_at=None,
+            attempts=attempts,
+            last_error=error,
+            next_at=iso(next_at),
+        )
 
     def _update(self, outbox_id: str, **fields: Any) -> None:
         with self._deliveries:
@@ -154,18 +198,33 @@ class ChannelRecords:
     # -- housekeeping ----------------------------------------------------------------------------
 
     def prune(self, now: datetime) -> int:
-        """Forget sent deliveries and old messages that can no longer matter."""
+        """Forget sent deliveries and old messages (with their external ids) that can no
+        longer matter; never a delivery still waiting."""
         removed = 0
-        for key, value in self.data.items():
+        records = self.data.items()
+        for key, value in records:
             if not isinstance(value, dict):
                 continue
             if key.startswith(self.DELIVERY_PREFIXES) and value.get("state") == SENT:
                 expired = _older(value.get("sent_at"), now - KEEP_SENT)
-            elif key.startswith(MESSAGE):
+            elif key.startswith((MESSAGE, EXTERNAL)):
                 expired = _older(value.get("received_at"), now - KEEP_MESSAGES)
             else:
                 continue
             if expired:
+                self.data.delete(key)
+                removed += 1
+        return removed + self._prune_undated(records)
+
+    def _prune_undated(self, records: list[tuple[str, Any]]) -> int:
+        """External ids of an older version (no time of their own): kept while their message
+        record is (a record written since has a time, so none is taken for one of these)."""
+        removed = 0
+        for key, value in records:
+            if not key.startswith(EXTERNAL) or not isinstance(value, dict):
+                continue
+            message_id = value.get("message_id")
+            if "received_at" not in value and self.message(str(message_id)) is None:
                 self.data.delete(key)
                 removed += 1
         return removed

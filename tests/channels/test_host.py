@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from smarthole.channels import ChannelHost, ChannelRecords, Incoming
+from smarthole.channels.base import text_digest
 from smarthole.channels.report import channel_reports
+from smarthole.db.ledger import Ledger
 from smarthole.db.outbox import OutboxItem
 from smarthole.db.states import OutboxKind
 from smarthole.db.store import Store
 from smarthole.errors import MessageError
-from tests.helpers import image_bytes, turned_clock
+from smarthole.pipeline.inbox import REUSED_ID
+from smarthole.pipeline.message import parse_message
+from tests.helpers import REPO, image_bytes, turned_clock
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 
@@ -110,3 +117,105 @@ def test_a_delivery_is_kept_once_retried_after_a_failure_and_never_sent_twice(ho
     host.sent(retry)
     assert host.due() == [] and host.waiting() == []
     assert not host.keep(item("o1", taken.message_id)), "nor once it was sent"
+
+
+# -- a batch, and the same external id with another text -----------------------------------------
+
+
+def test_a_batch_is_taken_in_two_commits_with_an_outcome_each_in_order(host, monkeypatch):
+    commits = []
+    intake_batch = host.records.intake_batch
+
+    def counted(entries, state):
+        commits.append((state, len(entries)))
+        intake_batch(entries, state)
+
+    monkeypatch.setattr(host.records, "intake_batch", counted)
+    outcomes = host.take_batch(
+        [
+            Incoming(external_id="a", text="hello"),
+            Incoming(external_id="b", text="world"),
+            Incoming(external_id="a", text="hello"),  # twice in one burst: taken once
+            Incoming(external_id="a", text="goodbye"),  # the same id, another message
+            Incoming(external_id="c", text="x" * 5000),
+        ]
+    )
+    first, second, again, reused, big = outcomes
+    assert not first.duplicate and not second.duplicate
+    assert again.duplicate and again.message_id == first.message_id and again.path is None
+    assert isinstance(reused, MessageError) and str(reused) == REUSED_ID
+    assert isinstance(big, MessageError) and "too large" in str(big)
+    assert commits == [("taking", 2), ("taken", 2)]
+    assert inbox(host) == sorted([first.path, second.path])
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [("hello", False), ("  hello\n", False), ("Hello", True)],  # the inbox keeps it stripped
+)
+def test_a_known_external_id_with_another_text_is_refused(host, text, refused):
+    first = host.take(Incoming(external_id="x-1", text="hello"))
+    if refused:
+        with pytest.raises(MessageError, match=REUSED_ID):
+            host.take(Incoming(external_id="x-1", text=text))
+    else:
+        assert host.take(Incoming(external_id="x-1", text=text)).duplicate
+    assert inbox(host) == [first.path]
+    assert host.records.message(first.message_id)["text_sha256"] == text_digest("hello")
+
+
+def test_an_id_the_ledger_has_with_another_text_is_refused(host):
+    """A record without a digest (an older version), or none at all: the ledger decides."""
+    host.ledger = Ledger(host.records.store)
+    data = b"+++\nid = 'm-1'\n+++\nfrom a file\n"
+    message = parse_message("m-1.md", data, modified=NOW)
+    host.ledger.admit(message, channel="default", claimed_path=None)
+    with pytest.raises(MessageError, match=REUSED_ID):
+        host.take(Incoming(external_id="x", text="hello", message_id="m-1"))
+    assert host.records.message("m-1") is None
+    assert host.take(Incoming(external_id="x", text="from a file", message_id="m-1"))
+
+
+CRASH_BEFORE_TAKEN = """
+import os, signal, sys
+from datetime import UTC, datetime
+from pathlib import Path
+from smarthole.channels import ChannelHost, ChannelRecords, Incoming
+from smarthole.db.store import Store
+
+records = ChannelRecords(Store.open(Path(sys.argv[1]), clock=lambda: datetime.now(UTC)), "chat")
+intake_batch = records.intake_batch
+
+def crash_before_taken(entries, state):
+    if state == "taken":  # the files are on disk, the taking records committed
+        os.kill(os.getpid(), signal.SIGKILL)
+    intake_batch(entries, state)
+
+records.intake_batch = crash_before_taken
+host = ChannelHost("chat", records, Path(sys.argv[2]), 4096)
+host.take_batch([Incoming(external_id=e, text=f"text of {e}") for e in sys.argv[3:]])
+"""
+
+
+def test_a_crash_between_the_commits_of_a_batch_gives_one_message_each(host):
+    store = host.records.store
+    batch = [Incoming(external_id=e, text=f"text of {e}") for e in ("x-1", "x-2")]
+    crashed = subprocess.run(
+        [sys.executable, "-c", CRASH_BEFORE_TAKEN, str(store.path), str(host.inbox), "x-1", "x-2"],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    assert len(inbox(host)) == 2
+    again = host.take_batch(batch)  # offered again: the records say ``taking``
+    assert [t.duplicate for t in again] == [False, False]
+    ledger = Ledger(store)
+    admitted = sorted(
+        (message.id, ledger.admit(message, channel="chat", claimed_path=path).value)
+        for path in inbox(host)
+        for message in [parse_message(path.name, path.read_bytes(), modified=NOW)]
+    )
+    ids = [t.message_id for t in again]
+    assert admitted == sorted([(i, "new") for i in ids] + [(i, "duplicate") for i in ids])
+    assert [t.duplicate for t in host.take_batch(batch)] == [True, True]
