@@ -193,7 +193,9 @@ class ForgetTables:
             db.execute(
                 "DELETE FROM plugin_data WHERE plugin = 'smarthole' AND key = ?", (conversation_id,)
             )
-        desktop = [f"message:{i}" for i in ids] + [f"reply:{r[0]}" for r in outbox]
+        desktop = [f"message:{i}" for i in ids] + [
+            f"{kind}:{r[0]}" for r in outbox for kind in ("delivery", "reply")
+        ]
         in_desktop, desktop_args = _in(desktop)
         db.execute(
             f"DELETE FROM plugin_data WHERE plugin = 'desktop' AND key {in_desktop}", desktop_args

@@ -257,6 +257,42 @@ def test_only_replies_to_the_desktops_messages_go_back_to_it(home, desktop, brid
     assert desktop.responses("from-a-file") == []
 
 
+def test_a_notification_an_older_version_left_waiting_is_sent_after_the_upgrade(
+    home, desktop, bridge
+):
+    """Before the channel API's deliveries, the bridge kept ``reply:`` records of its own."""
+    from smarthole.app import App
+    from smarthole.home import Home
+
+    old = App.load(Home(home))
+    try:
+        for outbox_id, state in [("old-sent", "sent"), ("old-waiting", "waiting")]:
+            BridgeRecords(old.store).data.set(
+                f"reply:{outbox_id}",
+                {
+                    "desktop_id": f"d-{outbox_id}",
+                    "kind": "question",
+                    "text": f"asked before the upgrade ({state})",
+                    "conversation": None,
+                    "created_at": "2026-11-22T09:00:00+00:00",
+                    "state": state,
+                },
+            )
+    finally:
+        old.close()
+    app = bridge(name="notes")
+    desktop.wait_registered()
+    (notification,) = desktop.wait_response("d-old-waiting", "notification")
+    assert notification["payload"] == {
+        "title": "notes",
+        "body": "asked before the upgrade (waiting)",
+        "priority": "high",
+    }
+    records = BridgeRecords(app.store)
+    wait_for(lambda: records.delivery("old-waiting")["state"] == "sent", message="sent")
+    assert desktop.responses("d-old-sent") == []
+
+
 def test_the_status_says_disabled_when_the_bridge_is_off(home, capsys):
     from smarthole.cli import main
 

@@ -12,7 +12,7 @@ import threading
 
 from smarthole.cli import main
 from smarthole.testing import error, hold, text, tool_use
-from tests.helpers import db, finals, read_outbox, wait_for
+from tests.helpers import db, finals, in_process, read_outbox, wait_for
 
 from .desktop import FakeDesktop, enable_bridge
 
@@ -206,3 +206,24 @@ def test_an_approval_is_a_high_priority_notification_and_a_spoken_no_answers_it(
     assert final["payload"]["body"] == "I did not record it."
     assert not (home / "tool-runs.log").exists()
     assert fake.requests[-1].tool_results[0]["content"].endswith("No, leave it.")
+
+
+def test_forget_erases_the_desktops_records_of_the_conversation(
+    home, fake, env, threads, desktop, capsys
+):
+    fake.add(text("Noted zqxcanary."))
+    enable_bridge(home, desktop)
+    threads(home, env)
+    desktop.wait_registered()
+    message_id = desktop.route("Remember zqxcanary")
+    desktop.wait_response(message_id, "notification")
+    (reply,) = finals(home)
+
+    def desktop_keys() -> list[str]:
+        rows = db(home).execute("SELECT key FROM plugin_data WHERE plugin = 'desktop'")
+        return sorted(row["key"] for row in rows if not row["key"].startswith("external:"))
+
+    assert desktop_keys() == ["delivery:" + reply["id"], "message:" + message_id, "status"]
+    done = in_process(capsys, "forget", reply["conversation"], "--yes", "--home", str(home))
+    assert done.returncode == 0, done.stderr
+    assert desktop_keys() == ["status"]

@@ -1,7 +1,8 @@
 """Taking a batch of the desktop's messages: one answer each, in order, after one durable batch.
 
 A burst is stored a batch at a time; these call ``Intake.take_batch`` directly, so what shares
-a batch is certain (over the socket it depends on timing; see ``test_burst``).
+a batch is certain (over the socket it depends on timing; see ``test_burst``). The intake maps
+frames to the channel host's ``take_batch``, which does the durable part.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 from smarthole.builtins.desktop.intake import Intake
 from smarthole.builtins.desktop.records import MESSAGE, BridgeRecords
+from smarthole.channels import ChannelHost
 from smarthole.db.ledger import Ledger
 from smarthole.db.store import Store
 from smarthole.pipeline.inbox import REUSED_ID
@@ -30,8 +32,14 @@ def store(tmp_path: Path):
 
 
 @pytest.fixture
-def intake(tmp_path: Path, store: Store) -> Intake:
-    return Intake(tmp_path / "inbox", "desktop", 2000, BridgeRecords(store), Ledger(store))
+def host(tmp_path: Path, store: Store) -> ChannelHost:
+    records = BridgeRecords(store)
+    return ChannelHost("desktop", records, tmp_path / "inbox", 2000, ledger=Ledger(store))
+
+
+@pytest.fixture
+def intake(host: ChannelHost) -> Intake:
+    return Intake(host, "desktop")
 
 
 def payload(message_id: str, text: str, **more: object) -> dict:
@@ -78,8 +86,8 @@ def test_a_batch_is_answered_in_order_with_each_id_written_once(intake):
         ("reject", "a", REUSED_ID),
         ("ack", "d", ""),
     ]
-    assert texts_on_disk(intake.inbox) == {"a": ["hello"], "d": ["world"]}
-    assert {intake.records.message(i)["state"] for i in "ad"} == {"taken"}
+    assert texts_on_disk(intake.host.inbox) == {"a": ["hello"], "d": ["world"]}
+    assert {intake.host.records.message(i)["state"] for i in "ad"} == {"taken"}
 
 
 @pytest.mark.parametrize(
@@ -93,12 +101,12 @@ def test_a_batch_is_answered_in_order_with_each_id_written_once(intake):
 def test_an_id_taken_before_is_acked_again_only_with_the_same_text(intake, text, answer):
     intake.take_batch([payload("a", "hello")])
     assert answers(intake.take_batch([payload("a", text)])) == [answer]
-    assert texts_on_disk(intake.inbox) == {"a": ["hello"]}
+    assert texts_on_disk(intake.host.inbox) == {"a": ["hello"]}
 
 
 def test_a_record_from_before_text_digests_is_checked_against_the_ledger(intake, store, tmp_path):
     """A version before this one kept no digest; the daemon's ledger has the text."""
-    intake.records.data.set(MESSAGE + "a", {"state": "taken", "received_at": "x"})
+    intake.host.records.data.set(MESSAGE + "a", {"state": "taken", "received_at": "x"})
     assert answers(intake.take_batch([payload("a", "anything")])) == [("ack", "a", "")]
     data = b"+++\nid = 'a'\n+++\nhello\n"
     Ledger(store).admit(
@@ -106,7 +114,7 @@ def test_a_record_from_before_text_digests_is_checked_against_the_ledger(intake,
     )
     assert answers(intake.take_batch([payload("a", "goodbye")])) == [("reject", "a", REUSED_ID)]
     assert answers(intake.take_batch([payload("a", "hello")])) == [("ack", "a", "")]
-    assert texts_on_disk(intake.inbox) == {}
+    assert texts_on_disk(intake.host.inbox) == {}
 
 
 def test_an_id_an_inbox_file_used_for_another_text_is_refused(intake, store, tmp_path):
@@ -115,17 +123,17 @@ def test_an_id_an_inbox_file_used_for_another_text_is_refused(intake, store, tmp
         parse_message("a.md", data, modified=NOW), channel="default", claimed_path=tmp_path / "a"
     )
     assert answers(intake.take_batch([payload("a", "hello")])) == [("reject", "a", REUSED_ID)]
-    assert intake.records.message("a") is None
+    assert intake.host.records.message("a") is None
 
 
 def test_a_batch_that_cannot_be_recorded_is_rejected_whole_without_files(intake, monkeypatch):
-    def broken(digests):
+    def broken(entries, state):
         raise OSError("disk I/O error")
 
-    monkeypatch.setattr(intake.records, "taking", broken)
+    monkeypatch.setattr(intake.host.records, "intake_batch", broken)
     taken = intake.take_batch([payload("a", "hello"), payload("b", "world")])
     assert answers(taken) == [
         ("reject", "a", "smarthole could not take it: disk I/O error"),
         ("reject", "b", "smarthole could not take it: disk I/O error"),
     ]
-    assert not intake.inbox.exists() or texts_on_disk(intake.inbox) == {}
+    assert not intake.host.inbox.exists() or texts_on_disk(intake.host.inbox) == {}

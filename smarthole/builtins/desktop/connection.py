@@ -27,11 +27,11 @@ from ...errors import DesktopError
 from . import protocol
 from .backlog import Backlog
 from .protocol import BadFrame
-from .records import BridgeState, ReplyState
+from .records import BridgeState
 
 if TYPE_CHECKING:
+    from ...channels import ChannelHost
     from .intake import Intake
-    from .records import BridgeRecords
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Bridge:
 
     identity: Identity
     intake: Intake
-    records: BridgeRecords
+    host: ChannelHost  # the records: status, messages, the notifications owed
     _: KW_ONLY
     title_for: Callable[[str | None], str]
     emit: Callable[..., None]
@@ -83,7 +83,7 @@ class Bridge:
     # -- from other threads -----------------------------------------------------------------
 
     def start(self) -> None:
-        self.records.set_status(
+        self.host.set_status(
             BridgeState.CONNECTING,
             url=self.identity.url,
             name=self.identity.name,
@@ -119,7 +119,7 @@ class Bridge:
             asyncio.run(self._main())
         except Exception:  # never silently: the status says so, the daemon carries on
             logger.exception("desktop: the bridge stopped after an unexpected error")
-            self.records.set_status(BridgeState.ERROR, last_error="the bridge stopped after a bug")
+            self.host.set_status(BridgeState.ERROR, last_error="the bridge stopped after a bug")
         finally:
             self._started.set()
 
@@ -167,7 +167,7 @@ class Bridge:
             return False, STOPPING
 
     async def _status(self, state: BridgeState, **fields: Any) -> None:
-        await asyncio.to_thread(self.records.set_status, state, **fields)
+        await asyncio.to_thread(self.host.set_status, state, **fields)
 
     async def _session(self) -> tuple[bool, str]:
         """One connection, from connecting to its end: (registered?, why it ended)."""
@@ -227,8 +227,8 @@ class Bridge:
 
     def _record_connected(self, client_id: str | None) -> None:
         """The state and its event in one commit: whoever sees one sees the other."""
-        with self.records.store.transaction():
-            self.records.set_status(BridgeState.CONNECTED, last_error=None, client_id=client_id)
+        with self.host.records.store.transaction():
+            self.host.set_status(BridgeState.CONNECTED, last_error=None, client_id=client_id)
             self.emit(
                 "bridge_connected",
                 url=self.identity.url,
@@ -298,23 +298,27 @@ class Bridge:
             logger.warning("desktop: ignored an unexpected %s frame", frame.type)
 
     async def _send_waiting(self, ws: Any) -> None:
-        """Send every waiting notification, oldest first; then wait to be woken."""
+        """Send every notification owed, oldest first; then wait to be woken."""
         from websockets.protocol import State
 
         assert self._wake is not None
         while True:
-            for notification in await asyncio.to_thread(self.records.waiting):
+            for delivery in await asyncio.to_thread(self.host.waiting):
                 if ws.protocol.state is not State.OPEN:
                     return  # kept: it goes after the next registration
-                title = await asyncio.to_thread(self.title_for, notification.conversation)
-                # Marked sent first: at most once, even if the daemon dies right here.
-                await asyncio.to_thread(self.records.mark, notification, ReplyState.SENT)
-                await ws.send(protocol.encode(notification.frame(title)))
+                title = await asyncio.to_thread(self.title_for, delivery.conversation)
+                # Recorded sent first: at most once, even if the daemon dies right here.
+                await asyncio.to_thread(self.host.sent, delivery)
+                try:
+                    await ws.send(protocol.encode(protocol.notification(delivery, title)))
+                except Exception as exc:  # not written: owed again, sent after reconnecting
+                    await asyncio.to_thread(self.host.failed, delivery, _describe(exc))
+                    raise
                 logger.info(
                     "desktop: sent %s %s as a notification on message %s",
-                    notification.kind,
-                    notification.outbox_id,
-                    notification.desktop_id,
+                    delivery.kind,
+                    delivery.outbox_id,
+                    delivery.message_id,
                 )
             await self._wake.wait()
             self._wake.clear()

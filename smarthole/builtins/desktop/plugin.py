@@ -2,21 +2,21 @@
 the channel host, fed the replies to the messages it brought in.
 
 Offers nothing unless ``[desktop] enabled = true``. A reply goes back to the desktop only when
-the message it answers came from the desktop (see ``records``). The running bridge is kept on
-the app's composition root (``daemon.runtime.Runtime``), whose event log and ledger it uses;
-nothing is kept in this module.
+the message it answers came from the desktop (its records say so); it is kept as the channel
+API's ``Delivery`` (``host.keep``) and the bridge is woken to send it. The running channel is
+kept on the app's composition root (``daemon.runtime.Runtime``) by the channel host, with its
+bridge; nothing is kept in this module.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__, hookimpl
 from ...channels import Channel
-from ..channels import kept
+from .. import channels
 
 if TYPE_CHECKING:
     from ...channels import ChannelHost
@@ -30,32 +30,24 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-KEY = "desktop"
-"""Where the running bridge is kept among the root's ``plugin_state``."""
+NAME = "desktop"
 
 
-@dataclass(frozen=True)
-class Running:
-    """The bridge an app runs, and its records."""
-
-    bridge: Bridge
-    records: BridgeRecords
-
-
-def running(app: PluginApp) -> Running | None:
-    """The bridge ``app`` runs, if it runs one."""
-    found = kept(app).get(KEY)
-    return found if isinstance(found, Running) else None
+def running(app: PluginApp) -> DesktopChannel | None:
+    """The desktop channel ``app`` runs, if it runs one."""
+    found = channels.running(app).get(NAME)
+    return found if isinstance(found, DesktopChannel) else None
 
 
 class DesktopChannel(Channel):
     """The SmartHole desktop router: routed messages in over WebSocket, notifications out."""
 
-    name = "desktop"
+    name = NAME
 
     def __init__(self, app: PluginApp, settings: DesktopSettings) -> None:
         self.app = app
         self.settings = settings
+        self.bridge: Bridge | None = None
 
     def records(self, store: Store) -> BridgeRecords:
         from .records import BridgeRecords
@@ -75,25 +67,25 @@ class DesktopChannel(Channel):
         store, events = root.store, root.events  # the event hook follows the table: it sees these
         records = host.records
         assert isinstance(records, BridgeRecords)
+        records.upgrade()
         records.prune(app.now())
-        limit = app.config.inbox.max_message_bytes
-        bridge = Bridge(
+        self.bridge = Bridge(
             Identity(settings.url, settings.name, settings.description, __version__),
-            Intake(app.home.inbox, settings.channel, limit, records, root.ledger),
-            records,
+            Intake(host, settings.channel),
+            host,
             title_for=lambda conversation: _title(store, conversation, settings.name),
             emit=lambda type, **data: _emit(events, type, channel=settings.channel, **data),
         )
-        kept(app)[KEY] = Running(bridge, records)
-        bridge.start()
+        self.bridge.start()
 
-    def deliver(self, item: OutboxItem) -> None:
-        deliver(item, self.app)
+    def wake(self) -> None:
+        if self.bridge is not None:
+            self.bridge.wake()
 
     def stop(self) -> None:
-        found = kept(self.app).pop(KEY, None)
-        if isinstance(found, Running):
-            found.bridge.stop()
+        bridge, self.bridge = self.bridge, None
+        if bridge is not None:
+            bridge.stop()
 
 
 @hookimpl
@@ -105,16 +97,10 @@ def register_channels(register: Callable[[Channel], None], app: PluginApp) -> No
 
 
 def deliver(outbox_item: OutboxItem, app: PluginApp) -> None:
-    """Queue ``outbox_item`` for the desktop if the message it answers came from there."""
-    found = running(app)
-    if found is None:
-        return
-    if found.records.message(outbox_item.in_reply_to) is None:
-        return  # not from the desktop: it has nowhere to show this
-    from .protocol import Notification
-
-    if found.records.queue(Notification.for_item(outbox_item, outbox_item.in_reply_to)):
-        found.bridge.wake()
+    """Keep ``outbox_item`` for the desktop if the message it answers came from there."""
+    channel = running(app)
+    if channel is not None and channel.brought_in(outbox_item.in_reply_to):
+        channel.deliver(outbox_item)
 
 
 def _emit(events: EventLog, type: str, **fields: Any) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...db.outbox import OutboxItem
 from ...db.states import OutboxKind
 from ...errors import DesktopError
+
+if TYPE_CHECKING:
+    from ...channels import Delivery
 
 KNOWN_TYPES = ("registration_response", "message")
 CAPABILITIES = ["messages", "notifications"]
@@ -88,34 +90,13 @@ def reject(message_id: str, reason: str) -> dict[str, Any]:
     return response(message_id, "reject", {"reason": reason})
 
 
-@dataclass(frozen=True)
-class Notification:
-    """A reply on its way to the desktop, as kept until it is sent."""
-
-    outbox_id: str
-    desktop_id: str
-    kind: str
-    text: str
-    conversation: str | None
-    created_at: str
-
-    @classmethod
-    def for_item(cls, item: OutboxItem, desktop_id: str) -> Notification:
-        return cls(
-            outbox_id=item.id,
-            desktop_id=desktop_id,
-            kind=item.kind,
-            text=item.text,
-            conversation=item.conversation,
-            created_at=item.created_at.isoformat(),
-        )
-
-    def frame(self, title: str) -> dict[str, Any]:
-        """The ``notification`` response; ``title`` is the conversation's title or the name."""
-        title = ERROR_TITLE if self.kind == OutboxKind.ERROR else title
-        priority = PRIORITIES.get(self.kind, "normal")
-        return response(
-            self.desktop_id,
-            "notification",
-            {"title": title, "body": self.text, "priority": priority},
-        )
+def notification(delivery: Delivery, title: str) -> dict[str, Any]:
+    """The ``notification`` response answering the desktop message ``delivery`` answers (its
+    id is the inbox message's); ``title`` is the conversation's title or the client's name."""
+    title = ERROR_TITLE if delivery.kind == OutboxKind.ERROR else title
+    priority = PRIORITIES.get(delivery.kind, "normal")
+    return response(
+        delivery.message_id,
+        "notification",
+        {"title": title, "body": delivery.text, "priority": priority},
+    )
