@@ -152,7 +152,7 @@ class ChannelHost:
             else:
                 on_disk.append((plan, written))
         try:
-            self.records.intake_batch([plan.record for plan, _ in on_disk], TAKEN)
+            self.records.intake_batch([plan.record for plan, _ in on_disk], TAKEN, external=False)
         except Exception as exc:  # written, not recorded taken: offered again, written again
             failure = self._unrecorded(exc, len(on_disk))
             return outcomes | {plan.message_id: failure for plan, _ in on_disk}
@@ -184,12 +184,10 @@ class ChannelHost:
             raise MessageError(
                 f"the message is too large ({len(data)} bytes; the limit is {self.max_bytes})"
             )
-        text = incoming.text if incoming.text.strip() else "-"
-        parse_message(
-            f"{self.name}.md",
-            render_message_file(text, id=message_id, **fields),
-            modified=self.now(),
-        )
+        checked = data
+        if not incoming.text.strip():  # attachments alone: the text is theirs, the rest checked
+            checked = render_message_file("-", id=message_id, **fields)
+        parse_message(f"{self.name}.md", checked, modified=self.now())
         limits = self.attachments
         if len(incoming.attachments) > limits.max_count:
             raise MessageError(

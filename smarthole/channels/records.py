@@ -100,8 +100,11 @@ class ChannelRecords:
         """Record a message ``taking`` (before its inbox entry) or ``taken`` (after): one commit."""
         self.intake_batch([Intake(message_id, external_id, digest, keep)], state)
 
-    def intake_batch(self, entries: Sequence[Intake], state: str) -> None:
-        """Record messages ``taking`` or ``taken``, all in one commit (a burst, one sync)."""
+    def intake_batch(self, entries: Sequence[Intake], state: str, *, external: bool = True) -> None:
+        """Record messages ``taking`` or ``taken``, all in one commit (a burst, one sync).
+
+        ``external=False``: their external ids were recorded with them before (``taking``).
+        """
         now = self.store.now()
         with self.store.transaction():
             for entry in entries:
@@ -114,10 +117,11 @@ class ChannelRecords:
                 if entry.digest is not None:
                     value["text_sha256"] = entry.digest
                 self.data.set(MESSAGE + entry.message_id, value)
-                self.data.set(
-                    EXTERNAL + external_key(entry.external_id),
-                    {"message_id": entry.message_id, "received_at": now},
-                )
+                if external:
+                    self.data.set(
+                        EXTERNAL + external_key(entry.external_id),
+                        {"message_id": entry.message_id, "received_at": now},
+                    )
 
     def origin(self, message_id: str) -> dict[str, Any]:
         """What the channel kept with message ``message_id`` (``Incoming.keep``)."""

@@ -126,9 +126,9 @@ def test_a_batch_is_taken_in_two_commits_with_an_outcome_each_in_order(host, mon
     commits = []
     intake_batch = host.records.intake_batch
 
-    def counted(entries, state):
+    def counted(entries, state, **how):
         commits.append((state, len(entries)))
-        intake_batch(entries, state)
+        intake_batch(entries, state, **how)
 
     monkeypatch.setattr(host.records, "intake_batch", counted)
     outcomes = host.take_batch(
@@ -186,10 +186,10 @@ from smarthole.db.store import Store
 records = ChannelRecords(Store.open(Path(sys.argv[1]), clock=lambda: datetime.now(UTC)), "chat")
 intake_batch = records.intake_batch
 
-def crash_before_taken(entries, state):
+def crash_before_taken(entries, state, **how):
     if state == "taken":  # the files are on disk, the taking records committed
         os.kill(os.getpid(), signal.SIGKILL)
-    intake_batch(entries, state)
+    intake_batch(entries, state, **how)
 
 records.intake_batch = crash_before_taken
 host = ChannelHost("chat", records, Path(sys.argv[2]), 4096)

@@ -127,7 +127,7 @@ def test_an_id_an_inbox_file_used_for_another_text_is_refused(intake, store, tmp
 
 
 def test_a_batch_that_cannot_be_recorded_is_rejected_whole_without_files(intake, monkeypatch):
-    def broken(entries, state):
+    def broken(entries, state, **how):
         raise OSError("disk I/O error")
 
     monkeypatch.setattr(intake.host.records, "intake_batch", broken)
