@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..attachments import accept
 from ..backoff import Backoff
 from ..config import AttachmentSettings
-from ..errors import MessageError, StoreError
+from ..errors import MessageError
 from ..pipeline.inbox import REUSED_ID, drop_messages
 from ..pipeline.incoming import drop_folder_message
 from ..pipeline.message import parse_message, render_message_file
@@ -79,9 +79,9 @@ class ChannelHost:
 
         One commit of ``taking`` records, the entries (each file synced, the folder once),
         one commit of ``taken``: a burst costs two commits, not two a message. Each outcome is
-        a :class:`Taken`, a ``MessageError`` (refused: offered again, refused again), a
-        ``StoreError`` (the records could not be written) or an ``OSError`` (the inbox entry
-        could not be written): for those two it is not taken; offer it again later.
+        a :class:`Taken`, a ``MessageError`` (refused: offered again, refused again), an
+        ``OSError`` (its inbox entry could not be written) or what the store raised (the
+        records could not be written): for those two it is not taken; offer it again later.
         """
         planned: dict[str, _Plan] = {}
         screened = [self._screen(incoming, planned) for incoming in batch]
@@ -141,9 +141,9 @@ class ChannelHost:
             return {}
         try:
             self.records.intake_batch([plan.record for plan in plans], TAKING)
-        except Exception as exc:  # the store failed: nothing is written, each says so
-            failure = self._unrecorded(exc, len(plans))
-            return {plan.message_id: failure for plan in plans}
+        except Exception as exc:  # the store failed: nothing is written; not a refusal
+            logger.exception("%s: could not record %d message(s)", self.name, len(plans))
+            return {plan.message_id: exc for plan in plans}
         outcomes: dict[str, Taken | Exception] = {}
         on_disk: list[tuple[_Plan, Path]] = []
         for plan, written in zip(plans, self._write(plans), strict=True):
@@ -154,8 +154,8 @@ class ChannelHost:
         try:
             self.records.intake_batch([plan.record for plan, _ in on_disk], TAKEN, external=False)
         except Exception as exc:  # written, not recorded taken: offered again, written again
-            failure = self._unrecorded(exc, len(on_disk))
-            return outcomes | {plan.message_id: failure for plan, _ in on_disk}
+            logger.exception("%s: could not record %d message(s)", self.name, len(on_disk))
+            return outcomes | {plan.message_id: exc for plan, _ in on_disk}
         for plan, path in on_disk:
             logger.info(
                 "%s: message %s is in the inbox as %s", self.name, plan.message_id, path.name
@@ -203,14 +203,6 @@ class ChannelHost:
         for name, blob in incoming.attachments:
             accept(name, blob, limits)
         return data
-
-    def _unrecorded(self, exc: Exception, count: int) -> StoreError:
-        logger.exception("%s: could not record %d message(s)", self.name, count)
-        if isinstance(exc, StoreError):
-            return exc
-        failure = StoreError(str(exc) or type(exc).__name__)
-        failure.__cause__ = exc
-        return failure
 
     def _write(self, plans: list[_Plan]) -> list[Path | OSError]:
         """Each plan's entry: the text files as one batch, a folder for each with attachments."""

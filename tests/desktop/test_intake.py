@@ -7,6 +7,7 @@ frames to the channel host's ``take_batch``, which does the durable part.
 
 from __future__ import annotations
 
+import sqlite3
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,7 +129,7 @@ def test_an_id_an_inbox_file_used_for_another_text_is_refused(intake, store, tmp
 
 def test_a_batch_that_cannot_be_recorded_is_rejected_whole_without_files(intake, monkeypatch):
     def broken(entries, state, **how):
-        raise OSError("disk I/O error")
+        raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(intake.host.records, "intake_batch", broken)
     taken = intake.take_batch([payload("a", "hello"), payload("b", "world")])

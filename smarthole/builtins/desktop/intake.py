@@ -86,16 +86,13 @@ class Intake:
         )
 
     def _answer(self, incoming: Incoming, outcome: Stored | Exception) -> Taken:
+        """A stored message (or one stored before: a duplicate) is acked; the rest rejected."""
         message_id = incoming.external_id
         if isinstance(outcome, Stored):
-            if outcome.duplicate:
-                logger.info(
-                    "desktop: message %s came again; acknowledged, answered once", message_id
-                )
             return Taken(protocol.ack(message_id), outcome.path)
         if isinstance(outcome, MessageError):
             return _reject(message_id, str(outcome))
-        if isinstance(outcome, OSError):  # the host's own failures are StoreErrors
+        if isinstance(outcome, OSError):  # the inbox; the store raises its own errors
             return _reject(message_id, f"the inbox is not writable: {outcome.strerror or outcome}")
         return _reject(message_id, f"smarthole could not take it: {outcome}")
 
