@@ -146,8 +146,8 @@ class ChannelRecords:
     def owed(self, now: datetime | None = None) -> list[Delivery]:
         """Deliveries not yet sent (due by ``now`` when given), oldest first."""
         found = []
-        for key, value in self.data.items():
-            if not key.startswith(DELIVERY) or not isinstance(value, dict):
+        for key, value in self.data.items(DELIVERY):
+            if not isinstance(value, dict):
                 continue
             if value.get("state") != WAITING:
                 continue
@@ -166,8 +166,8 @@ class ChannelRecords:
     def next_due(self) -> datetime | None:
         """When the earliest waiting delivery is due (None: none waits)."""
         times = []
-        for key, value in self.data.items():
-            if not key.startswith(DELIVERY) or not isinstance(value, dict):
+        for _, value in self.data.items(DELIVERY):
+            if not isinstance(value, dict):
                 continue
             if value.get("state") == WAITING:
                 try:

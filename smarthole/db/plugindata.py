@@ -42,10 +42,22 @@ class PluginData:
         with self.store.transaction() as db:
             db.execute("DELETE FROM plugin_data WHERE plugin = ? AND key = ?", (self.plugin, key))
 
-    def items(self) -> list[tuple[str, Any]]:
-        rows = self.store.query(
-            "SELECT key, value FROM plugin_data WHERE plugin = ? ORDER BY key", (self.plugin,)
-        )
+    def items(self, prefix: str = "") -> list[tuple[str, Any]]:
+        """Every key and its value, in key order; only the keys starting with ``prefix`` if
+        one is given (read through the primary key: the plugin's other keys are not read)."""
+        if prefix:
+            # Every key starting with the prefix sorts between it and the prefix with its
+            # last character one higher (SQLite compares text byte by byte, as UTF-8 sorts).
+            upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            rows = self.store.query(
+                "SELECT key, value FROM plugin_data WHERE plugin = ? AND key >= ? AND key < ? "
+                "ORDER BY key",
+                (self.plugin, prefix, upper),
+            )
+        else:
+            rows = self.store.query(
+                "SELECT key, value FROM plugin_data WHERE plugin = ? ORDER BY key", (self.plugin,)
+            )
         result = []
         for row in rows:
             value = self._decode(row["key"], row["value"], _MISSING)

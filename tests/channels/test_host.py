@@ -219,3 +219,13 @@ def test_a_crash_between_the_commits_of_a_batch_gives_one_message_each(host):
     ids = [t.message_id for t in again]
     assert admitted == sorted([(i, "new") for i in ids] + [(i, "duplicate") for i in ids])
     assert [t.duplicate for t in host.take_batch(batch)] == [True, True]
+
+
+def test_the_records_of_one_kind_are_read_by_their_prefix_alone(host):
+    """What ``owed`` reads: the ``delivery:`` keys, not every message a channel took."""
+    data = host.records.data
+    keys = ["delivery", "delivery:", "delivery:a", "delivery:é", "delivery;", "deliverya", "e"]
+    for key in keys:
+        data.set(key, {"key": key})
+    assert [key for key, _ in data.items("delivery:")] == ["delivery:", "delivery:a", "delivery:é"]
+    assert [key for key, _ in data.items()] == sorted(keys)

@@ -71,7 +71,7 @@ class BridgeRecords(ChannelRecords):
         A waiting one is sent as any delivery; a sent one stays sent (a repeated ``deliver``
         of its outbox item is not kept again). One this version cannot read is left alone.
         """
-        replies = [(key, value) for key, value in self.data.items() if key.startswith(REPLY)]
+        replies = self.data.items(REPLY)
         moved = 0
         with self.store.transaction():
             for key, value in replies:
@@ -91,10 +91,9 @@ class BridgeRecords(ChannelRecords):
     def old_waiting(self) -> int:
         """Notifications an older version left waiting, not yet upgraded (for status)."""
         found = 0
-        for key, value in self.data.items():
-            if key.startswith(REPLY):
-                record = _delivery_record(key.removeprefix(REPLY), value)
-                found += record is not None and record["state"] == WAITING
+        for key, value in self.data.items(REPLY):
+            record = _delivery_record(key.removeprefix(REPLY), value)
+            found += record is not None and record["state"] == WAITING
         return found
 
 
