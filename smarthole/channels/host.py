@@ -32,7 +32,7 @@ from ..pipeline.inbox import REUSED_ID, drop_messages
 from ..pipeline.incoming import drop_folder_message
 from ..pipeline.message import parse_message, render_message_file
 from .base import Delivery, Incoming, Taken, derived_message_id, text_digest
-from .records import ChannelRecords, Intake
+from .records import ChannelRecords, IntakeEntry
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -286,9 +286,9 @@ class _Plan:
     digest: str
 
     @property
-    def record(self) -> Intake:
+    def record(self) -> IntakeEntry:
         incoming = self.incoming
-        return Intake(self.message_id, incoming.external_id, self.digest, incoming.keep)
+        return IntakeEntry(self.message_id, incoming.external_id, self.digest, incoming.keep)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ KEEP_MESSAGES = timedelta(days=30)
 
 
 @dataclass(frozen=True)
-class Intake:
+class IntakeEntry:
     """One message's intake record: its id, its external id, its text's digest, its keep."""
 
     message_id: str
@@ -98,9 +98,11 @@ class ChannelRecords:
         digest: str | None = None,
     ) -> None:
         """Record a message ``taking`` (before its inbox entry) or ``taken`` (after): one commit."""
-        self.intake_batch([Intake(message_id, external_id, digest, keep)], state)
+        self.intake_batch([IntakeEntry(message_id, external_id, digest, keep)], state)
 
-    def intake_batch(self, entries: Sequence[Intake], state: str, *, external: bool = True) -> None:
+    def intake_batch(
+        self, entries: Sequence[IntakeEntry], state: str, *, external: bool = True
+    ) -> None:
         """Record messages ``taking`` or ``taken``, all in one commit (a burst, one sync).
 
         ``external=False``: their external ids were recorded with them before (``taking``).
