@@ -257,6 +257,34 @@ def test_only_replies_to_the_desktops_messages_go_back_to_it(home, desktop, brid
     assert desktop.responses("from-a-file") == []
 
 
+def test_a_notification_whose_write_fails_is_owed_again_and_sent_after_reconnecting(
+    home, desktop, bridge, quick_reconnect, monkeypatch
+):
+    """Recorded sent just before the write (at most once); a write that fails undoes that."""
+    from smarthole.builtins.desktop import protocol
+
+    encode, failures = protocol.encode, []
+
+    def fails_once(frame):
+        if frame["payload"].get("type") == "notification" and not failures:
+            failures.append(frame)
+            raise OSError("the socket broke")
+        return encode(frame)
+
+    monkeypatch.setattr(protocol, "encode", fails_once)
+    app = bridge()
+    desktop.wait_registered()
+    message_id = desktop.route("hello")
+    desktop.wait_response(message_id, "ack")
+    plugin.deliver(outbox_item=item(message_id), app=app)
+    desktop.wait_registered(2)
+    desktop.wait_response(message_id, "notification")
+    assert len(failures) == 1 and len(desktop.responses(message_id, "notification")) == 1
+    sent = BridgeRecords(app.store).delivery(f"out-{message_id}-response")
+    assert (sent["state"], sent["attempts"]) == ("sent", 1), "recorded sent before the write"
+    assert sent["last_error"] == "OSError: the socket broke"
+
+
 def test_a_notification_an_older_version_left_waiting_is_sent_after_the_upgrade(
     home, desktop, bridge
 ):
