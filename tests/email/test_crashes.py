@@ -46,7 +46,7 @@ STEPS = {
     "read, not taken": (intake.MailIntake, "incoming", None),
     "recorded, not written": (host.ChannelHost, "_write", None),
     "written, not recorded": (
-        records.ChannelRecords, "intake", lambda self, m, e, state, keep: state == "taken"
+        records.ChannelRecords, "intake_batch", lambda self, entries, state, **k: state == "taken"
     ),
     "taken, not seen": (imap.Mailbox, "mark_seen", None),
     "thread recorded, not sent": (channel.Sender, "send", None),
