@@ -75,6 +75,7 @@ def startup(app: PluginApp) -> None:
         root.store.plugin_data(KEY).set(channel.name, {"started_at": root.store.now()})
         channel.start(host)
         channels[channel.name] = channel
+        host.event("channel_started")  # a page showing the channels looks again
         logger.info("channel %s started", channel.name)
 
 
@@ -96,3 +97,6 @@ def shutdown(app: PluginApp) -> None:
             channel.stop()
         except Exception:  # one channel's fault must not keep the others running
             logger.exception("channel %s did not stop cleanly", name)
+        host = getattr(channel, "host", None)
+        if host is not None:
+            host.event("channel_stopped")

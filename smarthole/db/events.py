@@ -54,6 +54,8 @@ EVENT_TYPES = (
     "command_run",
     "message_collected",
     "message_steered",
+    "channel_started",
+    "channel_stopped",
     "channel_connected",
     "channel_disconnected",
     "mail_refused",

@@ -58,10 +58,12 @@ def create_app(
     root = root or Runtime.for_home(home)
     store, events = root.store, root.events
     reader = Reader(store, root.tasks, root.pending, root.search, root.approvals, root.schedules)
-    follower = EventFollower(
-        events, daemon_running=lambda: holder(home.lock_file) is not None, interval=poll_seconds
-    )
-    pages = Pages(reader, events, environment())
+
+    def daemon_running() -> bool:
+        return holder(home.lock_file) is not None
+
+    follower = EventFollower(events, daemon_running=daemon_running, interval=poll_seconds)
+    pages = Pages(reader, events, environment(), daemon_running)
     memory = MemoryPage(root.memory, events, pages.env)
     api = Api(home, store, reader, events, follower, max_message_bytes)
     forks = ForkAction(home, store, root.conversations, events)
@@ -121,6 +123,7 @@ def routes(
         Route("/c/{id}", reads(_html(conversation))),
         Route("/tasks", reads(_html(lambda r: pages.tasks()))),
         Route("/schedules", reads(_html(lambda r: pages.schedules()))),
+        Route("/channels", reads(_html(lambda r: pages.channels()))),
         *(
             [
                 Route("/memory", reads(_html(memory.page))),
@@ -133,6 +136,7 @@ def routes(
         Route("/fragments/conversations", reads(_json(listing))),
         Route("/fragments/tasks", reads(_json(lambda r: pages.tasks_fragment()))),
         Route("/fragments/schedules", reads(_json(lambda r: pages.schedules_fragment()))),
+        Route("/fragments/channels", reads(_json(lambda r: pages.channels_fragment()))),
         Route("/c/{id}/live", reads(_json(live))),
         Route("/c/{id}/earlier", reads(_json(earlier))),
         # the JSON API

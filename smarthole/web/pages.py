@@ -8,6 +8,7 @@ the page, so a live update shows exactly what a reload would.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -75,6 +76,7 @@ class Pages:
     reader: Reader
     events: EventLog
     env: Environment
+    daemon_running: Callable[[], bool] = lambda: False
 
     def render(self, template: str, **values: Any) -> str:
         return self.env.get_template(template).render(**values)
@@ -194,6 +196,20 @@ class Pages:
 
     def tasks_fragment(self) -> dict[str, Any]:
         return {"html": self.part("task_list", self.reader.task_listing())}
+
+    # -- channels ---------------------------------------------------------------------------
+
+    def channels(self) -> str:
+        last_event = self.events.latest_id()
+        return self.render("channels.html", channels=self._channels(), last_event=last_event)
+
+    def channels_fragment(self) -> dict[str, Any]:
+        return {"html": self.part("channel_list", self._channels())}
+
+    def _channels(self) -> list[dict[str, Any]]:
+        from ..channels.report import channel_reports
+
+        return channel_reports(self.reader.store, running=self.daemon_running())
 
     # -- schedules --------------------------------------------------------------------------
 

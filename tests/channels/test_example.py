@@ -24,7 +24,7 @@ def test_the_spool_channel_of_the_docs_answers_a_file_once(home, fake, env, thre
     (plugins / "spool_channel.py").write_text(example_code())
     write_config(home, plugins={"paths": [str(plugins)]})
     fake.add(text("Hello from the spool."))
-    threads(home, env)
+    daemon = threads(home, env)
     spool = home / "spool"
     (spool / "in" / ".note.tmp").write_text("hello spool")
     (spool / "in" / ".note.tmp").rename(spool / "in" / "note.txt")
@@ -37,3 +37,8 @@ def test_the_spool_channel_of_the_docs_answers_a_file_once(home, fake, env, thre
     assert channel["waiting"] == 0
     main(["status", "--home", str(home)])
     assert "channel spool: connected" in capsys.readouterr().out
+    daemon.stop()
+    assert main(["events", "--json", "--home", str(home)]) == 0
+    said = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    lifecycle = [(e["type"], e["channel"]) for e in said if e["type"].startswith("channel_")]
+    assert lifecycle == [("channel_started", "spool"), ("channel_stopped", "spool")]

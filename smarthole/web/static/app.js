@@ -34,7 +34,10 @@ function connect() {
   socket.addEventListener("message", (message) => {
     const item = JSON.parse(message.data);
     if (item.type === "event") receive(item.event);
-    else if (item.type === "daemon") showDaemon(item.running);
+    else if (item.type === "daemon") {
+      showDaemon(item.running);
+      page.onDaemon?.(item.running);
+    }
   });
   socket.addEventListener("close", () => {
     showConnection("disconnected");
@@ -161,6 +164,14 @@ function tasksPage() {
     ({ task }) => `/api/tasks/${encodeURIComponent(task)}/abort`,
     "task-notice",
   );
+}
+
+function channelsPage() {
+  const page = listPage(
+    () => "/fragments/channels",
+    (event) => /^(channel_|bridge_|delivery_|mail_refused|reply_written)/.test(event.type),
+  );
+  return { ...page, onDaemon: page.refresh }; // a channel runs only while its daemon does
 }
 
 function schedulesPage() {
@@ -424,6 +435,7 @@ const pages = {
   conversation: conversationPage,
   tasks: tasksPage,
   schedules: schedulesPage,
+  channels: channelsPage,
 };
 const page = (pages[main.dataset.page] || (() => ({ refresh() {}, onEvent() {} })))();
 connect();
