@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -184,7 +185,7 @@ class ForgetTables:
             f"AND (turn {in_turns} OR type {derived} OR ?))",
             (*id_args, conversation_id, *turn_args, *derived_args, whole),
         )
-        # Plugin data: the pending question, the desktop bridge's records of these messages.
+        # Plugin data: the pending question, the channels' records of these messages.
         pending = db.execute(
             "SELECT value FROM plugin_data WHERE plugin = 'smarthole' AND key = ?",
             (conversation_id,),
@@ -193,13 +194,7 @@ class ForgetTables:
             db.execute(
                 "DELETE FROM plugin_data WHERE plugin = 'smarthole' AND key = ?", (conversation_id,)
             )
-        desktop = [f"message:{i}" for i in ids] + [
-            f"{kind}:{r[0]}" for r in outbox for kind in ("delivery", "reply")
-        ]
-        in_desktop, desktop_args = _in(desktop)
-        db.execute(
-            f"DELETE FROM plugin_data WHERE plugin = 'desktop' AND key {in_desktop}", desktop_args
-        )
+        _forget_channel_records(db, conversation_id, ids, [r[0] for r in outbox], whole=whole)
         if whole:
             db.execute("DELETE FROM search_docs WHERE conversation = ?", (key,))
             db.execute("DELETE FROM memory_profiles WHERE conversation_id = ?", (conversation_id,))
@@ -274,6 +269,33 @@ class ForgetTables:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)
+
+
+def _forget_channel_records(
+    db: sqlite3.Connection,
+    conversation_id: str,
+    ids: Collection[str],
+    outbox: list[str],
+    *,
+    whole: bool,
+) -> None:
+    """Every channel's records of these messages and replies (``channels.records``: the
+    message, its external id, each delivery with its text), and, for a whole conversation,
+    any record of a channel's own that names it (the email channel's thread of a reply)."""
+    owners = {r[0] for r in db.execute("SELECT key FROM plugin_data WHERE plugin = 'channels'")}
+    owners.add("desktop")  # a bridge of a version before the channels' registry
+    in_owners, owner_args = _in(sorted(owners))
+    keys = [f"message:{i}" for i in ids]
+    keys += [f"{kind}:{outbox_id}" for outbox_id in outbox for kind in ("delivery", "reply")]
+    in_keys, key_args = _in(keys)
+    in_ids, id_args = _in(sorted(ids))
+    db.execute(
+        f"DELETE FROM plugin_data WHERE plugin {in_owners} AND (key {in_keys} "
+        f"OR (key LIKE 'external:%' AND json_valid(value) "
+        f"AND json_extract(value, '$.message_id') {in_ids}) "
+        "OR (? AND json_valid(value) AND json_extract(value, '$.conversation') = ?))",
+        (*owner_args, *key_args, *id_args, whole, conversation_id),
+    )
 
 
 def _in(values: list[Any] | tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
