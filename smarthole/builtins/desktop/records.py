@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from ...channels import ChannelRecords, Delivery
+from ...channels import ChannelRecords, ChannelState, Delivery
 from ...channels.records import (
     DELIVERY,
     KEEP_MESSAGES,
@@ -40,13 +39,8 @@ PLUGIN = "desktop"
 REPLY = "reply:"  # an older version's notification record
 
 
-class BridgeState(StrEnum):
-    """The bridge's state in its ``status`` record, as ``smarthole status`` shows it."""
-
-    DISABLED = "disabled"
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    ERROR = "error"
+BridgeState = ChannelState
+"""The bridge's state in its ``status`` record: a channel's (its older name, kept for plugins)."""
 
 
 __all__ = [
