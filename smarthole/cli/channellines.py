@@ -41,4 +41,7 @@ def channel_line(channel: dict[str, Any]) -> str:
     refused = channel["details"].get("refused")
     if isinstance(refused, int) and refused:
         line += f" · {refused} refused"
+    senders = channel["details"].get("senders")
+    if isinstance(senders, list) and senders:  # per sender: a channel each, the latest first
+        line += f" · per sender, latest {one_line(str(senders[0]))}"
     return line

@@ -93,3 +93,15 @@ def test_two_senders_each_have_their_channel_threads_and_list(
     details = channel_status(home, capsys)["details"]
     assert details["mode"] == "per-sender"
     assert set(details["senders"]) == {"email.me@example.com", "email.aunt@family.example"}
+
+
+def test_the_status_line_says_the_channel_is_per_sender():
+    from smarthole.cli.channellines import channel_line
+
+    report = {
+        "name": "email", "state": "connected", "last_error": None, "waiting": 0, "failing": 0,
+        "last_send_error": None,
+        "details": {"mode": "per-sender", "senders": ["email.aunt@family.example\x1b[2J"]},
+    }  # fmt: skip
+    line = channel_line(report)
+    assert line == "channel email: connected · per sender, latest email.aunt@family.example^[[2J"
