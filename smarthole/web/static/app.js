@@ -7,6 +7,31 @@ const main = document.querySelector("main");
 const connection = document.querySelector('[data-testid="connection-status"]');
 const daemon = document.querySelector('[data-testid="daemon-status"]');
 
+// Times in the reader's own zone: the server writes UTC (it cannot know the browser's zone),
+// and each <time data-local> is rewritten here as it arrives: "clock" is 06:53 today and its
+// date on another day, "date" always has its date.
+const pad = (n) => String(n).padStart(2, "0");
+function localText(date, kind) {
+  const clock = `${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  if (kind === "clock" && date.toDateString() === new Date().toDateString()) return clock;
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${clock}`;
+}
+function localize(root) {
+  const times = root.matches?.("time[data-local]") ? [root] : root.querySelectorAll("time[data-local]");
+  for (const time of times) {
+    const date = new Date(time.dateTime);
+    if (Number.isNaN(date.getTime())) continue;
+    time.textContent = localText(date, time.dataset.local);
+    time.title = date.toString();
+  }
+}
+localize(document);
+new MutationObserver((changes) => {
+  for (const change of changes) {
+    for (const node of change.addedNodes) if (node.nodeType === Node.ELEMENT_NODE) localize(node);
+  }
+}).observe(document.body, { childList: true, subtree: true });
+
 let lastEvent = Number(main.dataset.lastEvent || 0);
 let seen = 0;
 let attempts = 0;
