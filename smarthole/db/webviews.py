@@ -36,6 +36,7 @@ class Said:
     created_at: datetime
     waiting_for_reply: bool = False
     attachments: tuple[Attachment, ...] = ()
+    shown_time: str | None = None  # how ``text`` says ``created_at`` (a decision's line: 06:53)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def decision(approval: Approval, now: datetime | None = None) -> Said:
         line = f"{tool} expired: no answer by {when}, so it did not run"
     else:
         line = f"{tool} not run: you answered instead ({said})"
-    return Said(approval.turn, DECISION, line, at)
+    return Said(approval.turn, DECISION, line, at, shown_time=when)
 
 
 def short_time(at: datetime, now: datetime | None = None) -> str:

@@ -30,3 +30,20 @@ def test_a_messages_time_is_shown_in_the_browsers_zone(browser, team_home, fake,
         assert wanted[-5:] != f"{stamp.astimezone(UTC):%H:%M}"
     finally:
         context.close()
+
+
+def test_an_approvals_decision_says_its_time_in_the_browsers_zone():
+    """The line keeps its words; only its time is marked for the page to rewrite."""
+    from smarthole.db.webviews import Said
+    from smarthole.web.pages import environment
+    from smarthole.web.transcript import DECISION
+
+    at = datetime(2026, 11, 27, 6, 53, tzinfo=UTC)
+    line = Said(3, DECISION, "record denied (web, 2026-11-27 06:53): at 06:53", at,
+                shown_time="2026-11-27 06:53")  # fmt: skip
+    html = str(environment().get_template("parts.html").module.message(line, False)).strip()
+    assert html == (
+        '<p class="decision" data-testid="approval-decision">record denied (web, '
+        '<time datetime="2026-11-27T06:53:00+00:00" data-local="clock">2026-11-27 06:53</time>'
+        "): at 06:53</p>"
+    )
