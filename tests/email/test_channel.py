@@ -116,3 +116,29 @@ def test_files_the_agent_wrote_go_with_its_reply(home, fake, mail_env, threads, 
     assert attached.get_filename() == "list.md"
     assert attached.get_content() == "- milk\n- eggs\n"
     assert plain(reply).strip() == "Here is the list."
+
+
+def test_a_mail_that_comes_while_another_is_taken_is_taken_at_once(
+    home, fake, mail_env, threads, dovecot, smtp, monkeypatch
+):
+    """Its arrival is told in the answer to a command of the first mail's intake, which the
+    IMAP client drops; the IDLE after would not hear of it, so the check searches again."""
+    from smarthole.builtins.email import intake
+
+    fake.add(text("First."))
+    fake.add(text("Second."))
+    enable_email(home, dovecot, smtp, check_seconds=600.0)  # no periodic check to rescue it
+    original = intake.MailIntake.one
+    arrived: list[int] = []
+
+    def one(self, box, uid):
+        if not arrived:
+            arrived.append(uid)
+            send_directly(dovecot, mail("the second one", subject="Two"))
+        return original(self, box, uid)
+
+    monkeypatch.setattr(intake.MailIntake, "one", one)
+    threads(home, mail_env)
+    send(smtp, mail("the first one", subject="One"))
+    wait_for(lambda: len(replies(dovecot)) == 2, 20, "both replies")
+    assert sorted(r["Subject"] for r in replies(dovecot)) == ["Re: One", "Re: Two"]

@@ -61,11 +61,23 @@ class MailIntake:
         self.data = host.records.data
 
     def check(self, box: Mailbox) -> int:
-        """Take every unseen mail of the folder; how many were looked at."""
-        uids = box.unseen()
-        for uid in uids:
-            self.one(box, uid)
-        return len(uids)
+        """Take every unseen mail of the folder, searching again until a search finds none
+        this check has not looked at; how many were looked at.
+
+        Mail that comes while the check fetches, marks or moves is told of in those commands'
+        answers, which the IMAP client does not keep: the IDLE after them would not hear of it
+        (a mail would wait for the periodic check). The last search, finding nothing new, is
+        the last command before IDLE, which tells of anything after it. A mail left unseen
+        (refused and left unread, or not taken this time) is looked at once a check.
+        """
+        looked: set[int] = set()
+        while True:
+            new = [uid for uid in box.unseen() if uid not in looked]
+            if not new:
+                return len(looked)
+            for uid in new:
+                self.one(box, uid)
+            looked.update(new)
 
     def one(self, box: Mailbox, uid: int) -> None:
         key = f"{box.folder}/{box.uidvalidity}/{uid}"
