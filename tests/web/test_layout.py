@@ -53,6 +53,8 @@ def test_a_long_conversation_opens_at_its_latest_turn_with_bar_and_composer_on_s
     expect(messages.first).not_to_be_in_viewport()
     for always_there in ("turn-bar", "composer", "send", "new-conversation"):
         expect(page.get_by_test_id(always_there)).to_be_in_viewport()
+    for link in page.locator("header.top nav a").all():  # every page reachable, none cut off
+        expect(link).to_be_in_viewport(ratio=1)
     assert not page_scrolls(page)
     # the pane scrolls inside itself: its first turn is up there
     page.get_by_test_id("human-pane").evaluate("pane => { pane.scrollTop = 0; }")
